@@ -1,0 +1,164 @@
+"""RNE bias forces and CRBA mass matrix about a per-tree reference point (seed §4-§5).
+
+All quantities of one tree are expressed in world axes about the tree's COM ``r`` at ``q0`` (treated
+as a point fixed in space for this instant), where twists, inertias and wrenches simply add.
+
+Kernel order in a step: :func:`tree_reference_points` → :func:`body_inertia_and_bias` →
+:func:`accumulate_composite` once per depth level (leaves → root) → :func:`mass_matrix_rows`.
+"""
+
+import warp as wp
+
+from .spatial import Inertia10, dot6, force_cross, inertia10_about, inertia10_apply, twist_shift
+
+
+@wp.kernel
+def tree_reference_points(
+    # model
+    tree_body_start: wp.array(dtype=wp.int32),
+    tree_bodies: wp.array(dtype=wp.int32),
+    body_mass: wp.array(dtype=float),
+    body_com: wp.array(dtype=wp.vec3),
+    # inputs
+    body_q_in: wp.array(dtype=wp.transform),
+    # outputs
+    tree_ref_out: wp.array(dtype=wp.vec3),
+):
+    """Tree COM ``r = Σ m_b c_b / Σ m_b`` [m] (root origin for a massless tree). Small lever arms
+    ``c_b − r`` keep float32 cancellation low."""
+    t = wp.tid()
+    m_sum = float(0.0)
+    mc = wp.vec3(0.0)
+    first = tree_bodies[tree_body_start[t]]
+    for k in range(tree_body_start[t], tree_body_start[t + 1]):
+        b = tree_bodies[k]
+        m_sum += body_mass[b]
+        mc += body_mass[b] * wp.transform_point(body_q_in[b], body_com[b])
+    r = wp.transform_get_translation(body_q_in[first])
+    if m_sum > 0.0:
+        r = mc / m_sum
+    tree_ref_out[t] = r
+
+
+@wp.kernel
+def body_inertia_and_bias(
+    # model
+    tree_bodies: wp.array(dtype=wp.int32),
+    body_tree: wp.array(dtype=wp.int32),
+    body_world: wp.array(dtype=wp.int32),
+    body_mass: wp.array(dtype=float),
+    body_com: wp.array(dtype=wp.vec3),
+    body_inertia: wp.array(dtype=wp.mat33),
+    gravity: wp.array(dtype=wp.vec3),
+    # inputs
+    include_external: int,
+    body_q_in: wp.array(dtype=wp.transform),
+    body_twist_in: wp.array(dtype=wp.spatial_vector),
+    body_bias_acc_in: wp.array(dtype=wp.spatial_vector),
+    body_f_in: wp.array(dtype=wp.spatial_vector),
+    tree_ref_in: wp.array(dtype=wp.vec3),
+    # outputs
+    composite_inertia_out: wp.array(dtype=Inertia10),
+    composite_force_out: wp.array(dtype=wp.spatial_vector),
+):
+    """Per moving body, about its tree point r: the 10-number inertia ``I_b`` and the RNE bias wrench
+    ``f_b = I_b Ā_b + V̄_b ×* I_b V̄_b − f_ext`` with ``Ā_b`` the bias acceleration shifted to r minus
+    gravity (uniform field: ``[0; −g]``). ``f_ext`` is Newton's ``body_f = [f; τ]`` [N, N·m] at the COM,
+    included when ``include_external = 1``. Both seed the composite (subtree) sums."""
+    k = wp.tid()
+    b = tree_bodies[k]
+    r = tree_ref_in[body_tree[b]]
+    X = body_q_in[b]
+    p = wp.transform_get_translation(X)
+    R = wp.quat_to_matrix(wp.transform_get_rotation(X))
+    c = wp.transform_point(X, body_com[b])
+    I10 = inertia10_about(body_mass[b], c - r, R * body_inertia[b] * wp.transpose(R))
+    V = twist_shift(body_twist_in[b], r - p)
+    A = twist_shift(body_bias_acc_in[b], r - p) - wp.spatial_vector(wp.vec3(0.0), gravity[body_world[b]])
+    f = inertia10_apply(I10, A) + force_cross(V, inertia10_apply(I10, V))
+    if include_external == 1:
+        fe = wp.spatial_top(body_f_in[b])
+        te = wp.spatial_bottom(body_f_in[b])
+        f = f - wp.spatial_vector(te + wp.cross(c - r, fe), fe)
+    composite_inertia_out[b] = I10
+    composite_force_out[b] = f
+
+
+@wp.kernel
+def accumulate_composite(
+    # model
+    level_bodies: wp.array(dtype=wp.int32),
+    body_parent: wp.array(dtype=wp.int32),
+    # outputs (read and updated)
+    composite_inertia: wp.array(dtype=Inertia10),
+    composite_force: wp.array(dtype=wp.spatial_vector),
+):
+    """One depth level, leaves → root: ``I^c_parent += I^c_b`` and ``F^c_parent += F^c_b`` (all about
+    the tree point, so plain sums)."""
+    b = level_bodies[wp.tid()]
+    p = body_parent[b]
+    wp.atomic_add(composite_inertia, p, composite_inertia[b])
+    wp.atomic_add(composite_force, p, composite_force[b])
+
+
+@wp.kernel
+def mass_matrix_rows(
+    # model
+    dof_public: wp.array(dtype=wp.int32),
+    dof_body: wp.array(dtype=wp.int32),
+    dof_parent: wp.array(dtype=wp.int32),
+    dof_depth: wp.array(dtype=wp.int32),
+    dof_tree: wp.array(dtype=wp.int32),
+    dof_row_start: wp.array(dtype=wp.int32),
+    dof_dense_offset: wp.array(dtype=wp.int32),
+    dof_local: wp.array(dtype=wp.int32),
+    tree_dof_count: wp.array(dtype=wp.int32),
+    body_tree: wp.array(dtype=wp.int32),
+    joint_armature: wp.array(dtype=float),
+    joint_damping: wp.array(dtype=float),
+    # inputs
+    damping_dt: float,
+    body_q_in: wp.array(dtype=wp.transform),
+    dof_S_in: wp.array(dtype=wp.spatial_vector),
+    tree_ref_in: wp.array(dtype=wp.vec3),
+    composite_inertia_in: wp.array(dtype=Inertia10),
+    composite_force_in: wp.array(dtype=wp.spatial_vector),
+    internal_f_in: wp.array(dtype=float),
+    # outputs
+    rows_out: wp.array(dtype=float),
+    dense_out: wp.array(dtype=float),
+    tau_out: wp.array(dtype=float),
+):
+    """Row i of ``A = M + damping_dt·diag(joint_damping)`` and ``τ_i``, one thread per dof.
+
+    ``S̄_i`` is S_i shifted to the tree point; ``F_i = I^c_{b(i)} S̄_i``; for j on i's dof chain
+    ``M_ij = S̄_jᵀ F_i`` (only the subtree of b(i) is moved by both). Armature [kg·m² or kg] joins the
+    diagonal. ``τ_i = f_i − S̄_iᵀ F^c_{b(i)}`` (applied generalized force minus RNE bias).
+    Writes the sparse row (``M_ii, M_i,parent(i), ...``) and, for dense trees, both triangles of the
+    tree's dense block."""
+    i = wp.tid()
+    b = dof_body[i]
+    t = body_tree[b]
+    r = tree_ref_in[t]
+    Si = twist_shift(dof_S_in[i], r - wp.transform_get_translation(body_q_in[b]))
+    Fi = inertia10_apply(composite_inertia_in[b], Si)
+    di = dof_depth[i]
+    rs = dof_row_start[i]
+    dense = dof_dense_offset[i]
+    n = tree_dof_count[t]
+    li = dof_local[i]
+    j = i
+    while j >= 0:
+        bj = dof_body[j]
+        Sj = twist_shift(dof_S_in[j], r - wp.transform_get_translation(body_q_in[bj]))
+        Mij = dot6(Sj, Fi)
+        if j == i:
+            pub = dof_public[i]
+            Mij += joint_armature[pub] + damping_dt * joint_damping[pub]
+        rows_out[rs + di - dof_depth[j]] = Mij
+        if dense >= 0:
+            lj = dof_local[j]
+            dense_out[dense + li * n + lj] = Mij
+            dense_out[dense + lj * n + li] = Mij
+        j = dof_parent[j]
+    tau_out[i] = internal_f_in[i] - dot6(Si, composite_force_in[b])

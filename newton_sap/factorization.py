@@ -1,0 +1,106 @@
+"""Per-tree solves of ``A x = τ`` for the free motion ``v* = v0 + Δt A⁻¹ τ`` (seed §6).
+
+* Dense path (trees of at most ``dense_max_dofs`` dofs): one tile kernel per distinct tree size n,
+  made by a cached factory; each tile block loads its tree's n×n block, factors it (Cholesky
+  ``A = L Lᵀ``) and solves.
+* Sparse path (larger trees): the tree-structured ``A = Lᵀ D L`` factorization (no fill-in: row i
+  only couples dof i with its chain ancestors), processed level by level from the deepest dofs,
+  one thread per dof, with atomics where siblings update a shared ancestor. The backward half of the
+  solve (``Lᵀ y = τ``) rides along with the factorization; the forward half (``L x = D⁻¹ y``) runs
+  root first.
+"""
+
+import functools
+
+import warp as wp
+
+
+@functools.cache
+def dense_free_motion_kernel(n: int):
+    """Tile kernel for trees of exactly ``n`` dofs: ``v*[tree] = v0[tree] + Δt · chol_solve(A, τ)``."""
+
+    @wp.kernel(module="unique")
+    def dense_free_motion(
+        # model
+        bucket_tree_dof_start: wp.array(dtype=wp.int32),
+        # inputs
+        dt: float,
+        dense_blocks: wp.array3d(dtype=float),
+        tau_in: wp.array(dtype=float),
+        v0_in: wp.array(dtype=float),
+        # outputs
+        v_star_out: wp.array(dtype=float),
+    ):
+        t = wp.tid()
+        start = bucket_tree_dof_start[t]
+        A = wp.tile_load(dense_blocks[t], shape=(n, n))
+        L = wp.tile_cholesky(A)
+        tau = wp.tile_load(tau_in, shape=n, offset=start)
+        x = wp.tile_cholesky_solve(L, tau)
+        v0 = wp.tile_load(v0_in, shape=n, offset=start)
+        wp.tile_store(v_star_out, wp.tile_map(wp.add, v0, wp.tile_map(wp.mul, x, wp.tile_full(n, dt, dtype=float))), offset=start)
+
+    return dense_free_motion
+
+
+@wp.kernel
+def sparse_factor_level(
+    # model
+    level_dofs: wp.array(dtype=wp.int32),
+    dof_parent: wp.array(dtype=wp.int32),
+    dof_depth: wp.array(dtype=wp.int32),
+    dof_row_start: wp.array(dtype=wp.int32),
+    # outputs (factored in place)
+    factor: wp.array(dtype=float),
+    y: wp.array(dtype=float),
+):
+    """Eliminate dof k (all its descendants are done): for each chain ancestor i,
+    ``L_ki = H_ki / D_k``, ``H_ij −= L_ki H_kj`` for j on i's chain, and ``y_i −= L_ki y_k``
+    (``Lᵀ y = τ``). ``D_k = H_kk`` stays on the diagonal, ``L_ki`` replaces ``H_ki``."""
+    k = level_dofs[wp.tid()]
+    dk = dof_depth[k]
+    rk = dof_row_start[k]
+    Dk = factor[rk]
+    yk = y[k]
+    i = dof_parent[k]
+    while i >= 0:
+        di = dof_depth[i]
+        ri = dof_row_start[i]
+        a = factor[rk + dk - di] / Dk
+        j = i
+        while j >= 0:
+            dj = dof_depth[j]
+            wp.atomic_sub(factor, ri + di - dj, a * factor[rk + dk - dj])
+            j = dof_parent[j]
+        wp.atomic_sub(y, i, a * yk)
+        factor[rk + dk - di] = a
+        i = dof_parent[i]
+
+
+@wp.kernel
+def sparse_solve_level(
+    # model
+    level_dofs: wp.array(dtype=wp.int32),
+    dof_parent: wp.array(dtype=wp.int32),
+    dof_depth: wp.array(dtype=wp.int32),
+    dof_row_start: wp.array(dtype=wp.int32),
+    # inputs
+    dt: float,
+    factor: wp.array(dtype=float),
+    y: wp.array(dtype=float),
+    v0_in: wp.array(dtype=float),
+    # outputs
+    x: wp.array(dtype=float),
+    v_star_out: wp.array(dtype=float),
+):
+    """Root first: ``x_k = y_k / D_k − Σ_{i ∈ chain(k)} L_ki x_i`` and ``v*_k = v0_k + Δt x_k``."""
+    k = level_dofs[wp.tid()]
+    dk = dof_depth[k]
+    rk = dof_row_start[k]
+    xk = y[k] / factor[rk]
+    i = dof_parent[k]
+    while i >= 0:
+        xk -= factor[rk + dk - dof_depth[i]] * x[i]
+        i = dof_parent[i]
+    x[k] = xk
+    v_star_out[k] = v0_in[k] + dt * xk

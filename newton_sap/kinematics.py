@@ -1,0 +1,244 @@
+"""Forward kinematics, motion subspaces, body twists and bias accelerations (seed §3-§4).
+
+One thread walks one root-to-leaf branch. At every joint it computes the child pose
+``X_WC = X_WP · joint_X_p · X_j(q) · joint_X_c⁻¹``, each dof's motion subspace column ``S_k`` at the
+child origin in world axes, the child's origin twist ``V_C = shift(V_P → p_C) + Σ S_k q̇_k`` and its
+velocity-product (bias) acceleration ``A_C = shift(A_P → p_C) + Σ Ṡ_k q̇_k`` (Plücker coordinates at
+the point coinciding with ``p_C``; gravity is added later, in RNE). Shared ancestors of several
+branches are recomputed by each of them with identical results.
+
+Columns (``p_M`` = joint child frame origin, ``ê`` = axis in world axes):
+linear dof ``[0; ê]``; angular dof ``[ê; ê × (p_C − p_M)]``. Column rates: a column is carried by
+the motion of the frame its axis is fixed in, ``Ṡ_k = V_k ×̂ S_k``, with ``V_k`` the parent twist plus
+the joint's linear dofs (FREE, D6: rotation about the moving point M) plus, for the transported
+(Euler-like) angular axes of a D6, the angular dofs before ``k``.
+"""
+
+import warp as wp
+
+from .conventions import (
+    body_twist_to_public,
+    free_moment_public_to_internal,
+    free_velocity_internal_to_public,
+    free_velocity_public_to_internal,
+)
+from .spatial import motion_cross, twist_shift
+from .topology import JOINT_BALL, JOINT_D6, JOINT_DISTANCE, JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE
+
+
+@wp.func
+def joint_motion(
+    jtype: int,
+    q_start: int,
+    axis_start: int,
+    n_lin: int,
+    n_ang: int,
+    joint_q: wp.array(dtype=float),
+    joint_axis: wp.array(dtype=wp.vec3),
+):
+    """Joint transform ``X_FM`` and the dof axes in F: columns of ``lin`` (linear dofs) and ``ang``
+    (angular dofs), in Newton's coordinate order.
+
+    D6 angular axes are intrinsic (transported): axis k is carried by the rotations of axes < k, so
+    that ``ω = Σ ang_k q̇_k`` exactly; two axes are first orthonormalized (Gram-Schmidt)."""
+    lin = wp.mat33(0.0)
+    ang = wp.mat33(0.0)
+    p = wp.vec3(0.0)
+    rot = wp.quat_identity()
+    if jtype == JOINT_PRISMATIC:
+        a = joint_axis[axis_start]
+        lin[0, 0] = a[0]
+        lin[1, 0] = a[1]
+        lin[2, 0] = a[2]
+        p = a * joint_q[q_start]
+    elif jtype == JOINT_REVOLUTE:
+        a = joint_axis[axis_start]
+        ang[0, 0] = a[0]
+        ang[1, 0] = a[1]
+        ang[2, 0] = a[2]
+        rot = wp.quat_from_axis_angle(a, joint_q[q_start])
+    elif jtype == JOINT_BALL:
+        ang = wp.identity(n=3, dtype=float)
+        rot = wp.normalize(wp.quat(joint_q[q_start], joint_q[q_start + 1], joint_q[q_start + 2], joint_q[q_start + 3]))
+    elif jtype == JOINT_FREE or jtype == JOINT_DISTANCE:
+        lin = wp.identity(n=3, dtype=float)
+        ang = wp.identity(n=3, dtype=float)
+        p = wp.vec3(joint_q[q_start], joint_q[q_start + 1], joint_q[q_start + 2])
+        rot = wp.normalize(
+            wp.quat(joint_q[q_start + 3], joint_q[q_start + 4], joint_q[q_start + 5], joint_q[q_start + 6])
+        )
+    elif jtype == JOINT_D6:
+        for k in range(n_lin):
+            a = joint_axis[axis_start + k]
+            p = p + a * joint_q[q_start + k]
+            lin[0, k] = a[0]
+            lin[1, k] = a[1]
+            lin[2, k] = a[2]
+        a0 = joint_axis[axis_start + n_lin]
+        if n_ang >= 2:
+            a0 = wp.normalize(a0)
+        a1 = wp.vec3(0.0)
+        a2 = wp.vec3(0.0)
+        if n_ang >= 1:
+            rot = wp.quat_from_axis_angle(a0, joint_q[q_start + n_lin])
+        if n_ang >= 2:
+            b1 = joint_axis[axis_start + n_lin + 1]
+            if n_ang == 2:
+                b1 = wp.normalize(b1 - wp.dot(b1, a0) * a0)
+            a1 = wp.quat_rotate(rot, b1)
+            rot = wp.quat_from_axis_angle(a1, joint_q[q_start + n_lin + 1]) * rot
+        if n_ang == 3:
+            a2 = wp.quat_rotate(rot, joint_axis[axis_start + n_lin + 2])
+            rot = wp.quat_from_axis_angle(a2, joint_q[q_start + n_lin + 2]) * rot
+        for r in range(3):
+            ang[r, 0] = a0[r]
+            ang[r, 1] = a1[r]
+            ang[r, 2] = a2[r]
+    return wp.transform(p, rot), lin, ang
+
+
+@wp.func
+def internal_dof(jtype: int, n_lin: int, n_ang: int, is_angular: int, k: int):
+    """Offset inside a joint's internal dof range of its k-th linear or angular dof."""
+    if jtype == JOINT_FREE or jtype == JOINT_DISTANCE:
+        if is_angular == 1:
+            return k
+        return n_ang + k
+    if is_angular == 1:
+        return n_lin + k
+    return k
+
+
+@wp.kernel
+def forward_kinematics(
+    # model
+    branch_start: wp.array(dtype=wp.int32),
+    branch_joints: wp.array(dtype=wp.int32),
+    joint_type: wp.array(dtype=wp.int32),
+    joint_parent: wp.array(dtype=wp.int32),
+    joint_child: wp.array(dtype=wp.int32),
+    joint_X_p: wp.array(dtype=wp.transform),
+    joint_X_c: wp.array(dtype=wp.transform),
+    joint_axis: wp.array(dtype=wp.vec3),
+    joint_dof_dim: wp.array2d(dtype=wp.int32),
+    joint_q_start: wp.array(dtype=wp.int32),
+    joint_qd_start: wp.array(dtype=wp.int32),
+    joint_dof_internal_start: wp.array(dtype=wp.int32),
+    body_com: wp.array(dtype=wp.vec3),
+    # inputs
+    to_internal: int,
+    joint_q_in: wp.array(dtype=float),
+    public_qd_in: wp.array(dtype=float),
+    public_f_in: wp.array(dtype=float),
+    internal_v_in: wp.array(dtype=float),
+    # outputs
+    body_q_out: wp.array(dtype=wp.transform),
+    body_twist_out: wp.array(dtype=wp.spatial_vector),
+    body_bias_acc_out: wp.array(dtype=wp.spatial_vector),
+    dof_S_out: wp.array(dtype=wp.spatial_vector),
+    internal_v_out: wp.array(dtype=float),
+    internal_f_out: wp.array(dtype=float),
+    public_qd_out: wp.array(dtype=float),
+    body_qd_out: wp.array(dtype=wp.spatial_vector),
+):
+    """Branch FK (see module doc). ``to_internal = 1``: read Newton's ``joint_qd`` and ``joint_f``
+    (public) and write the internal velocities ``internal_v_out`` [rad/s, m/s] and generalized forces
+    ``internal_f_out`` [N, N·m]. ``to_internal = 0``: read ``internal_v_in`` and write Newton's
+    ``joint_qd`` and ``body_qd`` (public). Both modes write poses, twists, bias accelerations and S."""
+    branch = wp.tid()
+    X_WP = wp.transform_identity()
+    V_P = wp.spatial_vector()
+    A_P = wp.spatial_vector()
+    for idx in range(branch_start[branch], branch_start[branch + 1]):
+        j = branch_joints[idx]
+        jtype = joint_type[j]
+        parent = joint_parent[j]
+        child = joint_child[j]
+        n_lin = joint_dof_dim[j, 0]
+        n_ang = joint_dof_dim[j, 1]
+        qd0 = joint_qd_start[j]
+        d0 = joint_dof_internal_start[j]
+        if parent < 0:
+            X_WP = wp.transform_identity()
+            V_P = wp.spatial_vector()
+            A_P = wp.spatial_vector()
+
+        X_WF = X_WP * joint_X_p[j]
+        X_j, lin, ang = joint_motion(jtype, joint_q_start[j], qd0, n_lin, n_ang, joint_q_in, joint_axis)
+        X_WM = X_WF * X_j
+        X_WC = X_WM * wp.transform_inverse(joint_X_c[j])
+        p_C = wp.transform_get_translation(X_WC)
+        p_M = wp.transform_get_translation(X_WM)
+        p_P = wp.transform_get_translation(X_WP)
+        c_off = wp.transform_vector(X_WC, body_com[child])  # COM − origin, world
+        r_F = wp.transform_vector(wp.transform_inverse(X_WF), p_C + c_off - p_M)  # COM − M, in F
+
+        V_parent = twist_shift(V_P, p_C - p_P)
+        A = twist_shift(A_P, p_C - p_P)
+
+        # generalized velocities of this joint (internal), converting from public if asked
+        is_free = jtype == JOINT_FREE or jtype == JOINT_DISTANCE
+        if to_internal == 1:
+            if is_free:
+                v_pub = wp.vec3(public_qd_in[qd0], public_qd_in[qd0 + 1], public_qd_in[qd0 + 2])
+                w_pub = wp.vec3(public_qd_in[qd0 + 3], public_qd_in[qd0 + 4], public_qd_in[qd0 + 5])
+                f_pub = wp.vec3(public_f_in[qd0], public_f_in[qd0 + 1], public_f_in[qd0 + 2])
+                n_pub = wp.vec3(public_f_in[qd0 + 3], public_f_in[qd0 + 4], public_f_in[qd0 + 5])
+                v_m = free_velocity_public_to_internal(v_pub, w_pub, r_F)
+                n_m = free_moment_public_to_internal(n_pub, f_pub, r_F)
+                for k in range(3):
+                    internal_v_out[d0 + k] = w_pub[k]
+                    internal_v_out[d0 + 3 + k] = v_m[k]
+                    internal_f_out[d0 + k] = n_m[k]
+                    internal_f_out[d0 + 3 + k] = f_pub[k]
+            else:
+                for k in range(n_lin + n_ang):
+                    internal_v_out[d0 + k] = public_qd_in[qd0 + k]
+                    internal_f_out[d0 + k] = public_f_in[qd0 + k]
+        qd_src = internal_v_in
+        if to_internal == 1:
+            qd_src = internal_v_out
+
+        # motion subspace columns, twist and bias acceleration
+        R_WF = wp.quat_to_matrix(wp.transform_get_rotation(X_WF))
+        V_lin = wp.spatial_vector()
+        for k in range(n_lin):
+            e = R_WF * wp.vec3(lin[0, k], lin[1, k], lin[2, k])
+            d = d0 + internal_dof(jtype, n_lin, n_ang, 0, k)
+            S = wp.spatial_vector(wp.vec3(0.0), e)
+            dof_S_out[d] = S
+            A = A + motion_cross(V_parent, S) * qd_src[d]
+            V_lin = V_lin + S * qd_src[d]
+        V_carrier = V_parent + V_lin  # motion of the frame that carries the angular axes
+        V_ang = wp.spatial_vector()
+        for k in range(n_ang):
+            e = R_WF * wp.vec3(ang[0, k], ang[1, k], ang[2, k])
+            d = d0 + internal_dof(jtype, n_lin, n_ang, 1, k)
+            S = wp.spatial_vector(e, wp.cross(e, p_C - p_M))
+            dof_S_out[d] = S
+            A = A + motion_cross(V_carrier, S) * qd_src[d]
+            if jtype == JOINT_D6:
+                V_carrier = V_carrier + S * qd_src[d]  # transported axes ride on earlier rotations
+            else:
+                V_ang = V_ang + S * qd_src[d]
+        V = V_carrier + V_ang
+
+        if to_internal == 0:
+            if is_free:
+                w = wp.vec3(qd_src[d0], qd_src[d0 + 1], qd_src[d0 + 2])
+                v_m = wp.vec3(qd_src[d0 + 3], qd_src[d0 + 4], qd_src[d0 + 5])
+                v_pub = free_velocity_internal_to_public(v_m, w, r_F)
+                for k in range(3):
+                    public_qd_out[qd0 + k] = v_pub[k]
+                    public_qd_out[qd0 + 3 + k] = w[k]
+            else:
+                for k in range(n_lin + n_ang):
+                    public_qd_out[qd0 + k] = qd_src[d0 + k]
+            body_qd_out[child] = body_twist_to_public(V, c_off)
+
+        body_q_out[child] = X_WC
+        body_twist_out[child] = V
+        body_bias_acc_out[child] = A
+        X_WP = X_WC
+        V_P = V
+        A_P = A

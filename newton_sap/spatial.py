@@ -1,0 +1,74 @@
+"""Spatial algebra shared by the kernels (internal convention).
+
+Internal twists and motion subspace columns are ``wp.spatial_vector`` laid out ``[ω; v]`` in world
+coordinates: ``ω`` [rad/s] is the angular velocity and ``v`` [m/s] the velocity of the material point
+that coincides with a chosen reference point (Plücker coordinates at that point). Wrenches are
+``[n; f]``: the moment [N·m] about the same reference point and the force [N].
+
+Spatial inertias about a reference point ``r`` are stored compactly as 10 numbers (``Inertia10``):
+``(I_xx, I_yy, I_zz, I_xy, I_xz, I_yz, h_x, h_y, h_z, m)`` with ``I`` [kg·m²] the rotational inertia
+about ``r``, ``h = m (c - r)`` [kg·m] the first mass moment and ``m`` [kg] the mass. The matrix they
+stand for is ``[[I, [h]×], [-[h]×, m·1]]``; composite inertias about a common point are plain sums.
+"""
+
+import warp as wp
+
+Inertia10 = wp.types.vector(length=10, dtype=wp.float32)
+
+
+@wp.func
+def twist_shift(V: wp.spatial_vector, offset: wp.vec3):
+    """Move the reference point of a twist (or spatial acceleration) by ``offset`` [m]:
+    ``[ω; v] -> [ω; v + ω × offset]``."""
+    w = wp.spatial_top(V)
+    return wp.spatial_vector(w, wp.spatial_bottom(V) + wp.cross(w, offset))
+
+
+@wp.func
+def motion_cross(V: wp.spatial_vector, S: wp.spatial_vector):
+    """Spatial cross product of two motion vectors at one point:
+    ``[ω; v] ×̂ [ω'; v'] = [ω × ω'; ω × v' + v × ω']`` (the rate of a column carried by ``V``)."""
+    w = wp.spatial_top(V)
+    v = wp.spatial_bottom(V)
+    ws = wp.spatial_top(S)
+    vs = wp.spatial_bottom(S)
+    return wp.spatial_vector(wp.cross(w, ws), wp.cross(w, vs) + wp.cross(v, ws))
+
+
+@wp.func
+def force_cross(V: wp.spatial_vector, F: wp.spatial_vector):
+    """Spatial cross product of a motion and a force vector at one point:
+    ``[ω; v] ×* [n; f] = [ω × n + v × f; ω × f]``."""
+    w = wp.spatial_top(V)
+    v = wp.spatial_bottom(V)
+    n = wp.spatial_top(F)
+    f = wp.spatial_bottom(F)
+    return wp.spatial_vector(wp.cross(w, n) + wp.cross(v, f), wp.cross(w, f))
+
+
+@wp.func
+def inertia10_about(mass: float, com_offset: wp.vec3, inertia_com_world: wp.mat33):
+    """Spatial inertia about a point ``r`` of a body of mass ``m`` [kg] whose COM is at
+    ``r + com_offset`` [m], with rotational inertia ``inertia_com_world`` [kg·m²] about the COM in world
+    axes: ``I_r = I_c + m (|d|² 1 - d dᵀ)``, ``h = m d``."""
+    d = com_offset
+    dd = wp.dot(d, d)
+    I = inertia_com_world + mass * (dd * wp.identity(n=3, dtype=float) - wp.outer(d, d))
+    h = mass * d
+    return Inertia10(I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2], h[0], h[1], h[2], mass)
+
+
+@wp.func
+def inertia10_apply(I10: Inertia10, V: wp.spatial_vector):
+    """Momentum ``[I ω + h × v; m v - h × ω]`` of twist ``V = [ω; v]`` for the inertia ``I10``."""
+    w = wp.spatial_top(V)
+    v = wp.spatial_bottom(V)
+    I = wp.mat33(I10[0], I10[3], I10[4], I10[3], I10[1], I10[5], I10[4], I10[5], I10[2])
+    h = wp.vec3(I10[6], I10[7], I10[8])
+    return wp.spatial_vector(I * w + wp.cross(h, v), I10[9] * v - wp.cross(h, w))
+
+
+@wp.func
+def dot6(a: wp.spatial_vector, b: wp.spatial_vector):
+    """Pairing of a motion and a force vector (power [W] for a twist and a wrench)."""
+    return wp.dot(wp.spatial_top(a), wp.spatial_top(b)) + wp.dot(wp.spatial_bottom(a), wp.spatial_bottom(b))

@@ -1,0 +1,424 @@
+"""Host-side topology tables, built once per model with NumPy (kernels never discover topology).
+
+Vocabulary:
+
+* A *tree* is a connected set of moving bodies whose root's parent is the world or a static body
+  (a body welded to the world through FIXED joints only). Static bodies belong to no tree.
+  Bodies attached to a tree through FIXED joints belong to that tree (they carry mass, no dofs).
+* *Internal dof order* groups dofs by world, then by tree, then topologically (parents first), so
+  that every world and every tree owns one contiguous range. Inside a FREE/DISTANCE joint the
+  internal order is ``[ω (3), v_M (3)]`` (seed §3); everything else keeps Newton's order.
+* *Dof chain*: the parent of a dof is the previous dof of its joint, or the last dof of the nearest
+  ancestor joint that has dofs. The mass matrix of a tree is nonzero only between a dof and its
+  chain ancestors, so row ``i`` of its lower triangle is stored as the ``depth(i) + 1`` entries
+  ``M[i, i], M[i, parent(i)], ...`` (``dof_row_start``).
+* *Branches*: root-to-leaf joint paths (from a joint attached to the world), one FK thread each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import warp as wp
+
+import newton
+
+JOINT_PRISMATIC = int(newton.JointType.PRISMATIC)
+JOINT_REVOLUTE = int(newton.JointType.REVOLUTE)
+JOINT_BALL = int(newton.JointType.BALL)
+JOINT_FIXED = int(newton.JointType.FIXED)
+JOINT_FREE = int(newton.JointType.FREE)
+JOINT_DISTANCE = int(newton.JointType.DISTANCE)
+JOINT_D6 = int(newton.JointType.D6)
+
+SUPPORTED_JOINT_TYPES = {
+    JOINT_PRISMATIC: "PRISMATIC",
+    JOINT_REVOLUTE: "REVOLUTE",
+    JOINT_BALL: "BALL",
+    JOINT_FIXED: "FIXED",
+    JOINT_FREE: "FREE",
+    JOINT_DISTANCE: "DISTANCE",
+    JOINT_D6: "D6",
+}
+
+
+class ModelError(ValueError):
+    """A model that newton-sap cannot simulate; the message names the offending entity."""
+
+
+def _label(labels: list[str], index: int, kind: str) -> str:
+    name = labels[index] if index < len(labels) and labels[index] else f"{kind}_{index}"
+    return f"{kind} {index} ('{name}')"
+
+
+@dataclass
+class Topology:
+    """All index tables of one model; NumPy on the host, mirrored to the device by :meth:`to_device`.
+
+    Counts: ``body_count``, ``joint_count``, ``dof_count`` (all worlds), ``tree_count``,
+    ``world_count``. Arrays are int32 unless noted.
+    """
+
+    body_count: int
+    joint_count: int
+    dof_count: int
+    world_count: int
+    # bodies
+    body_joint: np.ndarray  # [body] joint whose child the body is, -1 if none
+    body_parent: np.ndarray  # [body] parent body, -1 for the world
+    body_tree: np.ndarray  # [body] tree index, -1 for static bodies
+    body_depth: np.ndarray  # [body] depth inside its tree (root = 0), -1 for static
+    body_world: np.ndarray  # [body] world index (0 for global entities in one-world models)
+    # joints
+    joint_dof_internal_start: np.ndarray  # [joint] first internal dof of the joint
+    # internal dofs (index = internal dof id)
+    dof_public: np.ndarray  # [dof] Newton dof index (position in joint_qd / joint_f)
+    dof_joint: np.ndarray  # [dof] joint
+    dof_body: np.ndarray  # [dof] child body of the dof's joint
+    dof_parent: np.ndarray  # [dof] chain parent (internal id), -1 at a tree root
+    dof_depth: np.ndarray  # [dof] chain depth (root dof = 0)
+    dof_tree: np.ndarray  # [dof] tree
+    dof_row_start: np.ndarray  # [dof] offset of row i in the sparse lower-triangle storage
+    dof_dense_offset: np.ndarray  # [dof] offset of the tree's dense block (-1: sparse tree)
+    dof_local: np.ndarray  # [dof] index inside the tree
+    sparse_nnz: int
+    # trees
+    tree_dof_start: np.ndarray  # [tree] first internal dof
+    tree_dof_count: np.ndarray  # [tree]
+    tree_world: np.ndarray  # [tree]
+    tree_body_start: np.ndarray  # [tree + 1] offsets into tree_bodies
+    tree_bodies: np.ndarray  # bodies of each tree, parents first
+    tree_is_dense: np.ndarray  # [tree] bool: dense Cholesky (True) or sparse LDLᵀ
+    # worlds
+    world_dof_start: np.ndarray  # [world + 1] internal dof range of each world
+    # FK branches
+    branch_start: np.ndarray  # [branch + 1] offsets into branch_joints
+    branch_joints: np.ndarray  # joints of each branch, root first
+    # composite-inertia levels (leaves -> root): bodies whose parent is in the same tree
+    body_levels: list[np.ndarray] = field(default_factory=list)  # level d: tree bodies at depth d >= 1
+    # dense path: trees grouped by size
+    dense_buckets: dict[int, np.ndarray] = field(default_factory=dict)  # size n -> tree ids
+    dense_bucket_offset: dict[int, int] = field(default_factory=dict)  # size n -> offset in dense storage
+    dense_size: int = 0
+    # sparse path: dofs of sparse trees grouped by chain depth
+    sparse_dof_levels: list[np.ndarray] = field(default_factory=list)
+
+    @property
+    def tree_count(self) -> int:
+        return len(self.tree_dof_start)
+
+
+def build_topology(model: newton.Model, dense_max_dofs: int = 64) -> Topology:
+    """Build every topology table of ``model`` and validate it.
+
+    Args:
+        model: A finalized Newton model (any number of worlds, also heterogeneous).
+        dense_max_dofs: Trees with at most this many dofs use the dense Cholesky path, larger ones
+            the level-parallel sparse LDLᵀ path.
+
+    Raises:
+        ModelError: unsupported joint type, a body that is the child of two joints (an unmarked
+            kinematic loop), a loop-closing joint (not supported yet), a kinematic body, bad mass or
+            inertia, a dof with zero inertia and zero armature, or a moving body outside any world
+            of a multi-world model.
+    """
+    nb = model.body_count
+    nj = model.joint_count
+    body_labels = list(model.body_label)
+    joint_labels = list(model.joint_label)
+
+    jtype = model.joint_type.numpy() if nj else np.zeros(0, np.int32)
+    jparent = model.joint_parent.numpy() if nj else np.zeros(0, np.int32)
+    jchild = model.joint_child.numpy() if nj else np.zeros(0, np.int32)
+    jqd_start = model.joint_qd_start.numpy() if nj else np.zeros(1, np.int32)
+    jdof_dim = model.joint_dof_dim.numpy() if nj else np.zeros((0, 2), np.int32)
+    jarticulation = model.joint_articulation.numpy() if nj else np.zeros(0, np.int32)
+    bworld_raw = model.body_world.numpy() if nb else np.zeros(0, np.int32)
+    mass = model.body_mass.numpy() if nb else np.zeros(0)
+    inertia = model.body_inertia.numpy() if nb else np.zeros((0, 3, 3))
+    armature = model.joint_armature.numpy() if model.joint_dof_count else np.zeros(0)
+    body_flags = model.body_flags.numpy() if nb and model.body_flags is not None else np.zeros(nb, np.int32)
+
+    _validate_bodies(nb, mass, inertia, body_flags, body_labels)
+
+    # --- joint types and the body -> joint map --------------------------------------------------
+    body_joint = np.full(nb, -1, np.int32)
+    for j in range(nj):
+        if int(jtype[j]) not in SUPPORTED_JOINT_TYPES:
+            raise ModelError(
+                f"{_label(joint_labels, j, 'joint')} has unsupported type {int(jtype[j])}; "
+                f"supported: {', '.join(SUPPORTED_JOINT_TYPES.values())}"
+            )
+        c = int(jchild[j])
+        if body_joint[c] >= 0:
+            if jarticulation[j] < 0:
+                raise ModelError(
+                    f"{_label(joint_labels, j, 'joint')} closes a kinematic loop on "
+                    f"{_label(body_labels, c, 'body')}; loop-closing joints are not supported yet"
+                )
+            raise ModelError(
+                f"{_label(body_labels, c, 'body')} is the child of two joints "
+                f"({_label(joint_labels, int(body_joint[c]), 'joint')} and {_label(joint_labels, j, 'joint')}): "
+                "an unmarked kinematic loop"
+            )
+        body_joint[c] = j
+    for b in range(nb):
+        if body_joint[b] < 0:
+            raise ModelError(f"{_label(body_labels, b, 'body')} has no joint; add a free or fixed joint for it")
+
+    body_parent = np.array([jparent[body_joint[b]] for b in range(nb)], np.int32) if nb else np.zeros(0, np.int32)
+    children: list[list[int]] = [[] for _ in range(nb)]
+    roots_world: list[int] = []
+    for b in range(nb):
+        p = int(body_parent[b])
+        (roots_world if p < 0 else children[p]).append(b)
+    _check_acyclic(nb, body_parent, body_labels)
+
+    # --- worlds -------------------------------------------------------------------------------------
+    world_count = max(int(model.world_count), 1)
+    body_world = bworld_raw.copy()
+    if world_count == 1:
+        body_world[:] = 0
+
+    # --- static bodies and trees ----------------------------------------------------------------
+    static = np.zeros(nb, bool)
+    order = _topological_bodies(roots_world, children)
+    for b in order:
+        p = int(body_parent[b])
+        static[b] = jtype[body_joint[b]] == JOINT_FIXED and (p < 0 or static[p])
+    for b in order:
+        if not static[b] and body_world[b] < 0:
+            raise ModelError(f"{_label(body_labels, b, 'body')} moves but belongs to no world (world -1)")
+
+    body_tree = np.full(nb, -1, np.int32)
+    body_depth = np.full(nb, -1, np.int32)
+    tree_roots = [b for b in order if not static[b] and (body_parent[b] < 0 or static[body_parent[b]])]
+    # trees sorted by world so that each world's dofs are contiguous
+    tree_roots.sort(key=lambda b: (int(body_world[b]), b))
+    tree_bodies_list: list[list[int]] = []
+    for t, root in enumerate(tree_roots):
+        bodies = _topological_bodies([root], children)
+        for b in bodies:
+            body_tree[b] = t
+            p = int(body_parent[b])
+            body_depth[b] = 0 if b == root else body_depth[p] + 1
+        tree_bodies_list.append(bodies)
+
+    # --- internal dofs --------------------------------------------------------------------------
+    dof_public, dof_joint, dof_body, dof_parent, dof_depth, dof_tree, dof_local = ([] for _ in range(7))
+    joint_dof_internal_start = np.zeros(nj, np.int32)
+    tree_dof_start, tree_dof_count = [], []
+    last_dof_of_body = np.full(nb, -1, np.int64)  # last internal dof on the path root..body
+    for t, bodies in enumerate(tree_bodies_list):
+        tree_dof_start.append(len(dof_public))
+        for b in bodies:
+            j = int(body_joint[b])
+            p = int(body_parent[b])
+            prev = int(last_dof_of_body[p]) if p >= 0 and body_tree[p] == t else -1
+            joint_dof_internal_start[j] = len(dof_public)
+            n_lin, n_ang = int(jdof_dim[j, 0]), int(jdof_dim[j, 1])
+            public = list(range(int(jqd_start[j]), int(jqd_start[j]) + n_lin + n_ang))
+            if jtype[j] in (JOINT_FREE, JOINT_DISTANCE):
+                public = public[3:] + public[:3]  # internal [ω, v_M]
+            for k in public:
+                dof_public.append(k)
+                dof_joint.append(j)
+                dof_body.append(b)
+                dof_parent.append(prev)
+                dof_depth.append(0 if prev < 0 else dof_depth[prev] + 1)
+                dof_tree.append(t)
+                dof_local.append(len(dof_public) - 1 - tree_dof_start[t])
+                prev = len(dof_public) - 1
+            last_dof_of_body[b] = prev
+        tree_dof_count.append(len(dof_public) - tree_dof_start[t])
+    ndof = len(dof_public)
+    if ndof != model.joint_dof_count:
+        raise ModelError(
+            f"{model.joint_dof_count - ndof} dofs belong to no moving tree (e.g. dofs on a disabled path); "
+            "every joint with dofs must move a body"
+        )
+
+    dof_depth_a = np.asarray(dof_depth, np.int32)
+    row_start = np.zeros(ndof, np.int32)
+    if ndof:
+        row_start[1:] = np.cumsum(dof_depth_a[:-1] + 1)
+    sparse_nnz = int((dof_depth_a + 1).sum())
+
+    tree_dof_start_a = np.asarray(tree_dof_start, np.int32)
+    tree_dof_count_a = np.asarray(tree_dof_count, np.int32)
+    tree_world = np.asarray([body_world[r] for r in tree_roots], np.int32)
+    tree_is_dense = tree_dof_count_a <= dense_max_dofs
+
+    # dense storage: blocks grouped by tree size, contiguous per size bucket
+    dense_buckets: dict[int, np.ndarray] = {}
+    dense_bucket_offset: dict[int, int] = {}
+    tree_dense_offset = np.full(len(tree_roots), -1, np.int64)
+    offset = 0
+    for n in sorted({int(n) for n, d in zip(tree_dof_count_a, tree_is_dense) if d and n > 0}):
+        trees = np.nonzero((tree_dof_count_a == n) & tree_is_dense)[0].astype(np.int32)
+        dense_buckets[n] = trees
+        dense_bucket_offset[n] = offset
+        tree_dense_offset[trees] = offset + np.arange(len(trees)) * n * n
+        offset += len(trees) * n * n
+    dof_tree_a = np.asarray(dof_tree, np.int32)
+    dof_dense_offset = tree_dense_offset[dof_tree_a] if ndof else np.zeros(0, np.int64)
+
+    sparse_mask = ~tree_is_dense[dof_tree_a] if ndof else np.zeros(0, bool)
+    max_depth = int(dof_depth_a.max()) if ndof else -1
+    sparse_dof_levels = [
+        np.nonzero(sparse_mask & (dof_depth_a == d))[0].astype(np.int32) for d in range(max_depth + 1)
+    ]
+    sparse_dof_levels = [lvl for lvl in sparse_dof_levels if len(lvl)] if sparse_mask.any() else []
+
+    world_dof_start = np.zeros(world_count + 1, np.int32)
+    for t in range(len(tree_roots)):
+        world_dof_start[tree_world[t] + 1] += tree_dof_count_a[t]
+    world_dof_start = np.cumsum(world_dof_start).astype(np.int32)
+
+    # --- FK branches: root-to-leaf joint paths ----------------------------------------------------
+    branch_joints, branch_start = [], [0]
+    for b in order:
+        if children[b]:
+            continue
+        path = []
+        x = b
+        while x >= 0:
+            path.append(int(body_joint[x]))
+            x = int(body_parent[x])
+        branch_joints.extend(reversed(path))
+        branch_start.append(len(branch_joints))
+
+    max_body_depth = int(body_depth.max()) if nb else -1
+    body_levels = [np.nonzero(body_depth == d)[0].astype(np.int32) for d in range(1, max_body_depth + 1)]
+
+    tree_bodies = np.concatenate([np.asarray(b, np.int32) for b in tree_bodies_list]) if tree_bodies_list else np.zeros(0, np.int32)
+    tree_body_start = np.zeros(len(tree_bodies_list) + 1, np.int32)
+    tree_body_start[1:] = np.cumsum([len(b) for b in tree_bodies_list])
+
+    topo = Topology(
+        body_count=nb,
+        joint_count=nj,
+        dof_count=ndof,
+        world_count=world_count,
+        body_joint=body_joint,
+        body_parent=body_parent,
+        body_tree=body_tree,
+        body_depth=body_depth,
+        body_world=body_world.astype(np.int32),
+        joint_dof_internal_start=joint_dof_internal_start,
+        dof_public=np.asarray(dof_public, np.int32),
+        dof_joint=np.asarray(dof_joint, np.int32),
+        dof_body=np.asarray(dof_body, np.int32),
+        dof_parent=np.asarray(dof_parent, np.int32),
+        dof_depth=dof_depth_a,
+        dof_tree=dof_tree_a,
+        dof_row_start=row_start,
+        dof_dense_offset=dof_dense_offset.astype(np.int32),
+        dof_local=np.asarray(dof_local, np.int32),
+        sparse_nnz=sparse_nnz,
+        tree_dof_start=tree_dof_start_a,
+        tree_dof_count=tree_dof_count_a,
+        tree_world=tree_world,
+        tree_body_start=tree_body_start,
+        tree_bodies=tree_bodies,
+        tree_is_dense=tree_is_dense,
+        world_dof_start=world_dof_start,
+        branch_start=np.asarray(branch_start, np.int32),
+        branch_joints=np.asarray(branch_joints, np.int32),
+        body_levels=body_levels,
+        dense_buckets=dense_buckets,
+        dense_bucket_offset=dense_bucket_offset,
+        dense_size=offset,
+        sparse_dof_levels=sparse_dof_levels,
+    )
+    _check_dof_inertia(topo, mass, inertia, armature, children, joint_labels)
+    return topo
+
+
+def _topological_bodies(roots: list[int], children: list[list[int]]) -> list[int]:
+    """Bodies reachable from ``roots`` in depth-first preorder (parents before children)."""
+    out, stack = [], list(reversed(roots))
+    while stack:
+        b = stack.pop()
+        out.append(b)
+        stack.extend(reversed(children[b]))
+    return out
+
+
+def _check_acyclic(nb: int, body_parent: np.ndarray, body_labels: list[str]) -> None:
+    for b in range(nb):
+        x, steps = b, 0
+        while x >= 0:
+            x = int(body_parent[x])
+            steps += 1
+            if steps > nb:
+                raise ModelError(f"{_label(body_labels, b, 'body')} lies on a joint cycle: an unmarked kinematic loop")
+
+
+def _validate_bodies(nb, mass, inertia, body_flags, body_labels) -> None:
+    kinematic = int(newton.BodyFlags.KINEMATIC)
+    for b in range(nb):
+        if not np.isfinite(mass[b]) or mass[b] < 0.0:
+            raise ModelError(f"{_label(body_labels, b, 'body')} has invalid mass {mass[b]} [kg]")
+        I = np.asarray(inertia[b], np.float64)
+        if not np.all(np.isfinite(I)) or np.abs(I - I.T).max() > 1e-6 * max(1.0, np.abs(I).max()):
+            raise ModelError(f"{_label(body_labels, b, 'body')} has a non-symmetric or non-finite inertia")
+        if np.linalg.eigvalsh(I).min() < -1e-7 * max(1.0, np.abs(I).max()):
+            raise ModelError(f"{_label(body_labels, b, 'body')} has an inertia that is not positive semidefinite")
+        if int(body_flags[b]) & kinematic:
+            raise ModelError(f"{_label(body_labels, b, 'body')} is kinematic; kinematic bodies are not supported yet")
+
+
+def _check_dof_inertia(topo: Topology, mass, inertia, armature, children, joint_labels) -> None:
+    """A dof moves its child's subtree: if that subtree has no mass and no rotational inertia, and the
+    dof has no armature, its mass-matrix diagonal is zero and A is singular."""
+    subtree_mass = mass.astype(np.float64).copy()
+    subtree_inertia = np.array([np.trace(i) for i in inertia], np.float64) if len(mass) else np.zeros(0)
+    for t in range(topo.tree_count):
+        bodies = topo.tree_bodies[topo.tree_body_start[t] : topo.tree_body_start[t + 1]]
+        for b in bodies[::-1]:
+            for c in children[b]:
+                subtree_mass[b] += subtree_mass[c]
+                subtree_inertia[b] += subtree_inertia[c]
+    for i in range(topo.dof_count):
+        b = topo.dof_body[i]
+        if subtree_mass[b] <= 0.0 and subtree_inertia[b] <= 0.0 and armature[topo.dof_public[i]] <= 0.0:
+            j = int(topo.dof_joint[i])
+            raise ModelError(
+                f"{_label(joint_labels, j, 'joint')} moves only massless bodies and has no armature: "
+                "its mass-matrix diagonal is zero"
+            )
+
+
+@dataclass
+class DeviceTopology:
+    """Device copies of the :class:`Topology` arrays the kernels read (same names)."""
+
+    arrays: dict[str, wp.array]
+    body_levels: list[wp.array]
+    sparse_dof_levels: list[wp.array]
+    dense_buckets: dict[int, wp.array]
+
+    def __getattr__(self, name):
+        try:
+            return self.__dict__["arrays"][name]
+        except KeyError as e:
+            raise AttributeError(name) from e
+
+
+def to_device(topo: Topology, device) -> DeviceTopology:
+    """Copy every index table of ``topo`` to ``device`` as int32 Warp arrays."""
+    names = [
+        "body_joint", "body_parent", "body_tree", "body_world", "joint_dof_internal_start",
+        "dof_public", "dof_joint", "dof_body", "dof_parent", "dof_depth", "dof_tree", "dof_row_start",
+        "dof_dense_offset", "dof_local", "tree_dof_start", "tree_dof_count", "tree_world",
+        "tree_body_start", "tree_bodies", "world_dof_start", "branch_start", "branch_joints",
+    ]  # fmt: skip
+    arrays = {n: wp.array(np.ascontiguousarray(getattr(topo, n), dtype=np.int32), dtype=wp.int32, device=device) for n in names}
+    return DeviceTopology(
+        arrays=arrays,
+        body_levels=[wp.array(lvl, dtype=wp.int32, device=device) for lvl in topo.body_levels],
+        sparse_dof_levels=[wp.array(lvl, dtype=wp.int32, device=device) for lvl in topo.sparse_dof_levels],
+        dense_buckets={n: wp.array(t, dtype=wp.int32, device=device) for n, t in topo.dense_buckets.items()},
+    )
