@@ -9,9 +9,10 @@ generalized velocity is ``[ω; v_M]`` in F, ``v_M`` the velocity of the joint's 
 With ``r = R_WFᵀ (c − p_M)`` (child COM relative to M, in F):
 
     v_pub = v_M + ω × r,          ω_pub = ω
-    f_int = f_pub,                n_int = n_pub + r × f_pub        (so that τ_intᵀ q̇_int = τ_pubᵀ q̇_pub)
 
-All other joint types use the same numbers in both conventions. The FK kernel applies these maps
+A FREE/DISTANCE joint's ``joint_f`` is, in Newton, a world-frame wrench ``[f; τ]`` on the child at its
+COM (like ``State.body_f``), so RNE applies it as an external body wrench. All other joint types use
+the same numbers in both conventions. The FK kernel applies these maps
 (in ``kinematics.py``); the snapshot applies their matrix form in :func:`free_joint_velocity_map`.
 """
 
@@ -29,12 +30,6 @@ def free_velocity_public_to_internal(v_pub: wp.vec3, w_pub: wp.vec3, r: wp.vec3)
 def free_velocity_internal_to_public(v_m: wp.vec3, w: wp.vec3, r: wp.vec3):
     """``v_pub = v_M + ω × r`` [m/s]; the angular velocity is unchanged."""
     return v_m + wp.cross(w, r)
-
-
-@wp.func
-def free_moment_public_to_internal(n_pub: wp.vec3, f_pub: wp.vec3, r: wp.vec3):
-    """Generalized moment about M [N·m] of a public free-joint force ``(f, n)`` applied at the COM."""
-    return n_pub + wp.cross(r, f_pub)
 
 
 @wp.func

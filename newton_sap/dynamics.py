@@ -10,6 +10,7 @@ Kernel order in a step: :func:`tree_reference_points` → :func:`body_inertia_an
 import warp as wp
 
 from .spatial import Inertia10, dot6, force_cross, inertia10_about, inertia10_apply, twist_shift
+from .topology import JOINT_DISTANCE, JOINT_FREE
 
 
 @wp.kernel
@@ -50,12 +51,16 @@ def body_inertia_and_bias(
     body_com: wp.array(dtype=wp.vec3),
     body_inertia: wp.array(dtype=wp.mat33),
     gravity: wp.array(dtype=wp.vec3),
+    body_joint: wp.array(dtype=wp.int32),
+    joint_type: wp.array(dtype=wp.int32),
+    joint_qd_start: wp.array(dtype=wp.int32),
     # inputs
     include_external: int,
     body_q_in: wp.array(dtype=wp.transform),
     body_twist_in: wp.array(dtype=wp.spatial_vector),
     body_bias_acc_in: wp.array(dtype=wp.spatial_vector),
     body_f_in: wp.array(dtype=wp.spatial_vector),
+    joint_f_in: wp.array(dtype=float),
     tree_ref_in: wp.array(dtype=wp.vec3),
     # outputs
     composite_inertia_out: wp.array(dtype=Inertia10),
@@ -63,8 +68,9 @@ def body_inertia_and_bias(
 ):
     """Per moving body, about its tree point r: the 10-number inertia ``I_b`` and the RNE bias wrench
     ``f_b = I_b Ā_b + V̄_b ×* I_b V̄_b − f_ext`` with ``Ā_b`` the bias acceleration shifted to r minus
-    gravity (uniform field: ``[0; −g]``). ``f_ext`` is Newton's ``body_f = [f; τ]`` [N, N·m] at the COM,
-    included when ``include_external = 1``. Both seed the composite (subtree) sums."""
+    gravity (uniform field: ``[0; −g]``). ``f_ext = [f; τ]`` [N, N·m] at the COM, world axes: the
+    ``joint_f`` of the body's FREE/DISTANCE joint (Newton's convention) plus, when
+    ``include_external = 1``, ``body_f``. Both seed the composite (subtree) sums."""
     k = wp.tid()
     b = tree_bodies[k]
     r = tree_ref_in[body_tree[b]]
@@ -76,10 +82,17 @@ def body_inertia_and_bias(
     V = twist_shift(body_twist_in[b], r - p)
     A = twist_shift(body_bias_acc_in[b], r - p) - wp.spatial_vector(wp.vec3(0.0), gravity[body_world[b]])
     f = inertia10_apply(I10, A) + force_cross(V, inertia10_apply(I10, V))
+    fe = wp.vec3(0.0)
+    te = wp.vec3(0.0)
+    j = body_joint[b]
+    if joint_type[j] == JOINT_FREE or joint_type[j] == JOINT_DISTANCE:
+        s = joint_qd_start[j]
+        fe = wp.vec3(joint_f_in[s], joint_f_in[s + 1], joint_f_in[s + 2])
+        te = wp.vec3(joint_f_in[s + 3], joint_f_in[s + 4], joint_f_in[s + 5])
     if include_external == 1:
-        fe = wp.spatial_top(body_f_in[b])
-        te = wp.spatial_bottom(body_f_in[b])
-        f = f - wp.spatial_vector(te + wp.cross(c - r, fe), fe)
+        fe += wp.spatial_top(body_f_in[b])
+        te += wp.spatial_bottom(body_f_in[b])
+    f = f - wp.spatial_vector(te + wp.cross(c - r, fe), fe)
     composite_inertia_out[b] = I10
     composite_force_out[b] = f
 

@@ -18,7 +18,6 @@ import warp as wp
 
 from .conventions import (
     body_twist_to_public,
-    free_moment_public_to_internal,
     free_velocity_internal_to_public,
     free_velocity_public_to_internal,
 )
@@ -143,7 +142,8 @@ def forward_kinematics(
 ):
     """Branch FK (see module doc). ``to_internal = 1``: read Newton's ``joint_qd`` and ``joint_f``
     (public) and write the internal velocities ``internal_v_out`` [rad/s, m/s] and generalized forces
-    ``internal_f_out`` [N, N·m]. ``to_internal = 0``: read ``internal_v_in`` and write Newton's
+    ``internal_f_out`` [N, N·m] (zero for FREE/DISTANCE joints, whose ``joint_f`` is a world wrench at
+    the child COM that RNE applies like ``body_f``). ``to_internal = 0``: read ``internal_v_in`` and write Newton's
     ``joint_qd`` and ``body_qd`` (public). Both modes write poses, twists, bias accelerations and S."""
     branch = wp.tid()
     X_WP = wp.transform_identity()
@@ -182,15 +182,12 @@ def forward_kinematics(
             if is_free:
                 v_pub = wp.vec3(public_qd_in[qd0], public_qd_in[qd0 + 1], public_qd_in[qd0 + 2])
                 w_pub = wp.vec3(public_qd_in[qd0 + 3], public_qd_in[qd0 + 4], public_qd_in[qd0 + 5])
-                f_pub = wp.vec3(public_f_in[qd0], public_f_in[qd0 + 1], public_f_in[qd0 + 2])
-                n_pub = wp.vec3(public_f_in[qd0 + 3], public_f_in[qd0 + 4], public_f_in[qd0 + 5])
                 v_m = free_velocity_public_to_internal(v_pub, w_pub, r_F)
-                n_m = free_moment_public_to_internal(n_pub, f_pub, r_F)
                 for k in range(3):
                     internal_v_out[d0 + k] = w_pub[k]
                     internal_v_out[d0 + 3 + k] = v_m[k]
-                    internal_f_out[d0 + k] = n_m[k]
-                    internal_f_out[d0 + 3 + k] = f_pub[k]
+                    internal_f_out[d0 + k] = 0.0  # Newton's FREE joint_f is a body wrench (RNE applies it)
+                    internal_f_out[d0 + 3 + k] = 0.0
             else:
                 for k in range(n_lin + n_ang):
                     internal_v_out[d0 + k] = public_qd_in[qd0 + k]

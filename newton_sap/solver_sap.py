@@ -179,8 +179,8 @@ class SolverSAP(newton.solvers.SolverBase):
             dim=len(topo.tree_bodies),
             inputs=[
                 T.tree_bodies, T.body_tree, T.body_world, model.body_mass, model.body_com, model.body_inertia,
-                model.gravity, include_external, self._body_q, self._body_twist, self._body_bias_acc, body_f,
-                self._tree_ref,
+                model.gravity, T.body_joint, model.joint_type, model.joint_qd_start, include_external, self._body_q,
+                self._body_twist, self._body_bias_acc, body_f, joint_f, self._tree_ref,
             ],
             outputs=[self._composite_inertia, self._composite_force],
             device=device,
