@@ -2,11 +2,20 @@
 
 Scalar coordinates (REVOLUTE, PRISMATIC, D6) advance by ``Δt q̇``. Rotations (BALL, FREE/DISTANCE)
 are rotated by ``exp(Δt ω_F)`` on the left (ω is expressed in the joint parent frame F) and
-renormalized. A FREE joint's position, the child frame origin M in F, advances by ``Δt v_M``.
+renormalized. A FREE joint's position (the child frame origin M in F) is advanced through its COM:
+the body turns about its COM, which moves by ``Δt v_com1``: ``p1 = c0 + Δt v_com1 − R1 r_M``.
+
+The step's new velocities are also written back in Newton's public convention here. For a FREE
+joint the public velocity is the COM's, ``q̇_pub = T(q0) q̇_int``; its change over the step is that
+of ``T q̇_int`` with T frozen at q0 plus the rate of T, ``Δt ω0 × (ω0 × r0)``:
+``v_com1 = v_M1 + ω1 × r0 + Δt ω0 × (ω0 × r0)`` (``conventions.free_com_velocity_after_step``).
+To first order all this is the seed's ``p += Δt v_M``; unlike it, a torque-free body spinning about
+an offset COM keeps its COM still instead of drifting by ``O((ωΔt)² |r|)`` per step.
 """
 
 import warp as wp
 
+from .conventions import free_com_velocity_after_step
 from .topology import JOINT_BALL, JOINT_DISTANCE, JOINT_FREE
 
 
@@ -25,20 +34,28 @@ def integrate_joints(
     # model
     joint_type: wp.array(dtype=wp.int32),
     joint_q_start: wp.array(dtype=wp.int32),
+    joint_qd_start: wp.array(dtype=wp.int32),
     joint_dof_dim: wp.array2d(dtype=wp.int32),
     joint_dof_internal_start: wp.array(dtype=wp.int32),
+    joint_child: wp.array(dtype=wp.int32),
+    joint_X_c: wp.array(dtype=wp.transform),
+    body_com: wp.array(dtype=wp.vec3),
     # inputs
     dt: float,
     joint_q_in: wp.array(dtype=float),
+    internal_v0_in: wp.array(dtype=float),
     internal_v_in: wp.array(dtype=float),
     # outputs
     joint_q_out: wp.array(dtype=float),
+    joint_qd_out: wp.array(dtype=float),
 ):
-    """One thread per joint; joints without dofs have no coordinates."""
+    """One thread per joint (joints without dofs have no coordinates): ``joint_q_out`` from the
+    solved internal velocities ``internal_v_in`` and Newton's ``joint_qd_out`` (public)."""
     j = wp.tid()
     jtype = joint_type[j]
     qs = joint_q_start[j]
     d0 = joint_dof_internal_start[j]
+    qd0 = joint_qd_start[j]
     ndof = joint_dof_dim[j, 0] + joint_dof_dim[j, 1]
     if jtype == JOINT_BALL:
         q = wp.quat(joint_q_in[qs], joint_q_in[qs + 1], joint_q_in[qs + 2], joint_q_in[qs + 3])
@@ -46,14 +63,25 @@ def integrate_joints(
         q1 = rotate_quat(q, w, dt)
         for k in range(4):
             joint_q_out[qs + k] = q1[k]
+        for k in range(3):
+            joint_qd_out[qd0 + k] = w[k]
     elif jtype == JOINT_FREE or jtype == JOINT_DISTANCE:
         q = wp.quat(joint_q_in[qs + 3], joint_q_in[qs + 4], joint_q_in[qs + 5], joint_q_in[qs + 6])
         w = wp.vec3(internal_v_in[d0], internal_v_in[d0 + 1], internal_v_in[d0 + 2])
         q1 = rotate_quat(q, w, dt)
+        r_M = wp.transform_point(wp.transform_inverse(joint_X_c[j]), body_com[joint_child[j]])  # COM in M
+        r0 = wp.quat_rotate(q, r_M)  # COM − M in F at q0
+        w0 = wp.vec3(internal_v0_in[d0], internal_v0_in[d0 + 1], internal_v0_in[d0 + 2])
+        v_m = wp.vec3(internal_v_in[d0 + 3], internal_v_in[d0 + 4], internal_v_in[d0 + 5])
+        v_com = free_com_velocity_after_step(v_m, w, w0, r0, dt)
+        p1 = wp.vec3(joint_q_in[qs], joint_q_in[qs + 1], joint_q_in[qs + 2]) + r0 + dt * v_com - wp.quat_rotate(q1, r_M)
         for k in range(3):
-            joint_q_out[qs + k] = joint_q_in[qs + k] + dt * internal_v_in[d0 + 3 + k]
+            joint_q_out[qs + k] = p1[k]
+            joint_qd_out[qd0 + k] = v_com[k]
+            joint_qd_out[qd0 + 3 + k] = w[k]
         for k in range(4):
             joint_q_out[qs + 3 + k] = q1[k]
     else:
         for k in range(ndof):
             joint_q_out[qs + k] = joint_q_in[qs + k] + dt * internal_v_in[d0 + k]
+            joint_qd_out[qd0 + k] = internal_v_in[d0 + k]

@@ -16,11 +16,7 @@ the joint's linear dofs (FREE, D6: rotation about the moving point M) plus, for 
 
 import warp as wp
 
-from .conventions import (
-    body_twist_to_public,
-    free_velocity_internal_to_public,
-    free_velocity_public_to_internal,
-)
+from .conventions import body_twist_to_public, free_velocity_public_to_internal
 from .spatial import motion_cross, twist_shift
 from .topology import JOINT_BALL, JOINT_D6, JOINT_DISTANCE, JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE
 
@@ -125,11 +121,10 @@ def forward_kinematics(
     joint_dof_internal_start: wp.array(dtype=wp.int32),
     body_com: wp.array(dtype=wp.vec3),
     # inputs
-    to_internal: int,
+    write_body_qd: int,
     joint_q_in: wp.array(dtype=float),
     public_qd_in: wp.array(dtype=float),
     public_f_in: wp.array(dtype=float),
-    internal_v_in: wp.array(dtype=float),
     # outputs
     body_q_out: wp.array(dtype=wp.transform),
     body_twist_out: wp.array(dtype=wp.spatial_vector),
@@ -137,14 +132,13 @@ def forward_kinematics(
     dof_S_out: wp.array(dtype=wp.spatial_vector),
     internal_v_out: wp.array(dtype=float),
     internal_f_out: wp.array(dtype=float),
-    public_qd_out: wp.array(dtype=float),
     body_qd_out: wp.array(dtype=wp.spatial_vector),
 ):
-    """Branch FK (see module doc). ``to_internal = 1``: read Newton's ``joint_qd`` and ``joint_f``
-    (public) and write the internal velocities ``internal_v_out`` [rad/s, m/s] and generalized forces
-    ``internal_f_out`` [N, N·m] (zero for FREE/DISTANCE joints, whose ``joint_f`` is a world wrench at
-    the child COM that RNE applies like ``body_f``). ``to_internal = 0``: read ``internal_v_in`` and write Newton's
-    ``joint_qd`` and ``body_qd`` (public). Both modes write poses, twists, bias accelerations and S."""
+    """Branch FK (see module doc) from Newton's ``joint_q``, ``joint_qd`` and ``joint_f`` (public).
+    Writes poses, twists, bias accelerations, S, the internal velocities ``internal_v_out``
+    [rad/s, m/s] and generalized forces ``internal_f_out`` [N, N·m] (zero for FREE/DISTANCE joints,
+    whose ``joint_f`` is a world wrench at the child COM that RNE applies like ``body_f``), and, if
+    ``write_body_qd = 1``, Newton's ``body_qd`` (public)."""
     branch = wp.tid()
     X_WP = wp.transform_identity()
     V_P = wp.spatial_vector()
@@ -177,24 +171,20 @@ def forward_kinematics(
         A = twist_shift(A_P, p_C - p_P)
 
         # generalized velocities of this joint (internal), converting from public if asked
-        is_free = jtype == JOINT_FREE or jtype == JOINT_DISTANCE
-        if to_internal == 1:
-            if is_free:
-                v_pub = wp.vec3(public_qd_in[qd0], public_qd_in[qd0 + 1], public_qd_in[qd0 + 2])
-                w_pub = wp.vec3(public_qd_in[qd0 + 3], public_qd_in[qd0 + 4], public_qd_in[qd0 + 5])
-                v_m = free_velocity_public_to_internal(v_pub, w_pub, r_F)
-                for k in range(3):
-                    internal_v_out[d0 + k] = w_pub[k]
-                    internal_v_out[d0 + 3 + k] = v_m[k]
-                    internal_f_out[d0 + k] = 0.0  # Newton's FREE joint_f is a body wrench (RNE applies it)
-                    internal_f_out[d0 + 3 + k] = 0.0
-            else:
-                for k in range(n_lin + n_ang):
-                    internal_v_out[d0 + k] = public_qd_in[qd0 + k]
-                    internal_f_out[d0 + k] = public_f_in[qd0 + k]
-        qd_src = internal_v_in
-        if to_internal == 1:
-            qd_src = internal_v_out
+        if jtype == JOINT_FREE or jtype == JOINT_DISTANCE:
+            v_pub = wp.vec3(public_qd_in[qd0], public_qd_in[qd0 + 1], public_qd_in[qd0 + 2])
+            w_pub = wp.vec3(public_qd_in[qd0 + 3], public_qd_in[qd0 + 4], public_qd_in[qd0 + 5])
+            v_m = free_velocity_public_to_internal(v_pub, w_pub, r_F)
+            for k in range(3):
+                internal_v_out[d0 + k] = w_pub[k]
+                internal_v_out[d0 + 3 + k] = v_m[k]
+                internal_f_out[d0 + k] = 0.0  # Newton's FREE joint_f is a body wrench (RNE applies it)
+                internal_f_out[d0 + 3 + k] = 0.0
+        else:
+            for k in range(n_lin + n_ang):
+                internal_v_out[d0 + k] = public_qd_in[qd0 + k]
+                internal_f_out[d0 + k] = public_f_in[qd0 + k]
+        qd_src = internal_v_out
 
         # motion subspace columns, twist and bias acceleration
         R_WF = wp.quat_to_matrix(wp.transform_get_rotation(X_WF))
@@ -220,17 +210,7 @@ def forward_kinematics(
                 V_ang = V_ang + S * qd_src[d]
         V = V_carrier + V_ang
 
-        if to_internal == 0:
-            if is_free:
-                w = wp.vec3(qd_src[d0], qd_src[d0 + 1], qd_src[d0 + 2])
-                v_m = wp.vec3(qd_src[d0 + 3], qd_src[d0 + 4], qd_src[d0 + 5])
-                v_pub = free_velocity_internal_to_public(v_m, w, r_F)
-                for k in range(3):
-                    public_qd_out[qd0 + k] = v_pub[k]
-                    public_qd_out[qd0 + 3 + k] = w[k]
-            else:
-                for k in range(n_lin + n_ang):
-                    public_qd_out[qd0 + k] = qd_src[d0 + k]
+        if write_body_qd == 1:
             body_qd_out[child] = body_twist_to_public(V, c_off)
 
         body_q_out[child] = X_WC

@@ -127,7 +127,6 @@ class SolverSAP(newton.solvers.SolverBase):
         self._world_failed = zeros(topo.world_count, wp.int32)
         self._zero_joint_f = zeros(max(model.joint_dof_count, 1))
         self._zero_body_f = zeros(nb, wp.spatial_vector)
-        self._scratch_qd = zeros(max(model.joint_dof_count, 1))
         self._scratch_body_qd = zeros(nb, wp.spatial_vector)
         self._dof_tree_world = wp.array(
             topo.tree_world[topo.dof_tree] if topo.dof_count else np.zeros(1, np.int32), dtype=wp.int32, device=device
@@ -164,7 +163,7 @@ class SolverSAP(newton.solvers.SolverBase):
             joint_f = self._zero_joint_f
         if body_f is None:
             body_f, include_external = self._zero_body_f, 0
-        self._fk(state.joint_q, state.joint_qd, joint_f, to_internal=1, body_q_out=self._body_q)
+        self._fk(state.joint_q, state.joint_qd, joint_f, body_q_out=self._body_q)
         if topo.tree_count == 0:
             return
         wp.launch(
@@ -206,7 +205,7 @@ class SolverSAP(newton.solvers.SolverBase):
             device=device,
         )  # fmt: skip
 
-    def _fk(self, joint_q, public_qd, public_f, to_internal: int, body_q_out, public_qd_out=None, body_qd_out=None):
+    def _fk(self, joint_q, public_qd, public_f, body_q_out, body_qd_out=None):
         model, topo, T = self.model, self.topology, self._topo
         if len(topo.branch_start) <= 1:
             return
@@ -217,11 +216,10 @@ class SolverSAP(newton.solvers.SolverBase):
                 T.branch_start, T.branch_joints, model.joint_type, model.joint_parent, model.joint_child,
                 model.joint_X_p, model.joint_X_c, model.joint_axis, model.joint_dof_dim, model.joint_q_start,
                 model.joint_qd_start, T.joint_dof_internal_start, model.body_com,
-                to_internal, joint_q, public_qd, public_f, self._v_star,
+                int(body_qd_out is not None), joint_q, public_qd, public_f,
             ],
             outputs=[
                 body_q_out, self._body_twist, self._body_bias_acc, self._dof_S, self._v0, self._f,
-                public_qd_out if public_qd_out is not None else self._scratch_qd,
                 body_qd_out if body_qd_out is not None else self._scratch_body_qd,
             ],
             device=model.device,
@@ -277,15 +275,14 @@ class SolverSAP(newton.solvers.SolverBase):
             wp.launch(
                 integration.integrate_joints,
                 dim=model.joint_count,
-                inputs=[model.joint_type, model.joint_q_start, model.joint_dof_dim, self._topo.joint_dof_internal_start,
-                        dt, state_in.joint_q, self._v_star],
-                outputs=[state_out.joint_q],
+                inputs=[model.joint_type, model.joint_q_start, model.joint_qd_start, model.joint_dof_dim,
+                        self._topo.joint_dof_internal_start, model.joint_child, model.joint_X_c, model.body_com, dt,
+                        state_in.joint_q, self._v0, self._v_star],
+                outputs=[state_out.joint_q, state_out.joint_qd],
                 device=model.device,
             )  # fmt: skip
-        self._fk(
-            state_out.joint_q, state_out.joint_qd, self._zero_joint_f, to_internal=0, body_q_out=state_out.body_q,
-            public_qd_out=state_out.joint_qd, body_qd_out=state_out.body_qd,
-        )  # fmt: skip
+        # body arrays of state_out from its joint coordinates, exactly as Newton's FK would make them
+        self._fk(state_out.joint_q, state_out.joint_qd, self._zero_joint_f, state_out.body_q, state_out.body_qd)
 
     # ------------------------------------------------------------------ results
     @property

@@ -38,18 +38,19 @@ reference acceleration for which ``qdd_public = 0``:
 
   Newton's gravity/Coriolis outputs for a FREE joint are world-frame wrenches; the ``"newton"`` source rotates
   them into ``F`` (a no-op when ``R_F = I``).
-* BALL (MuJoCo only; exercised by ``nv_humanoid_ball``, whose hip hinge triples are BALL joints): Newton's ``joint_qd`` is the relative angular velocity in ``F``, MuJoCo's ``qvel`` the
-  same velocity in the child body frame: ``P = R_j R_cj^T`` (``R_j`` the joint quaternion, ``R_cj`` the rotation
-  of ``joint_X_c``), MuJoCo ``qpos = body_quat^-1 R_pj R_j R_cj^T``.  No velocity-product term, because
-  ``d/dt (R w_c) = R dw_c/dt + w_F x w_F``.
+* BALL (MuJoCo only; exercised by ``nv_humanoid_ball``): Newton's ``joint_qd`` is the relative angular
+  velocity in ``F``, MuJoCo's ``qvel`` the same velocity in the child body frame: ``P = R_j R_cj^T`` (``R_j``
+  the joint quaternion, ``R_cj`` the rotation of ``joint_X_c``), MuJoCo ``qpos = body_quat^-1 R_pj R_j R_cj^T``.
+  No velocity-product term: with ``R = R_j R_cj^T``, ``d/dt (R w_c) = R dw_c/dt + w_F x (R w_c) = R dw_c/dt``.
 * D6 (several MJCF hinges/slides merged into one Newton joint): Newton orders the DOFs linear first, then
   angular, each in MJCF order; its rotation is the intrinsic product about transported axes, which equals
   MuJoCo's sequential hinges (``R = R(a0, q0) R(a1, q1) R(a2, q2)``), so the map is a permutation.  This holds
   only when (a) the merged angular axes are mutually orthogonal and (b) all merged joints share one ``pos``.
-  Newton orthonormalizes non-orthogonal D6 axis frames and keeps only the first joint's ``pos``, which changes
-  the kinematics; the MuJoCo reference raises ``ValueError`` for such models, which must be compared against
-  ``source="newton"`` instead.  ``nv_humanoid`` is not such a model: all of its merged hinge pairs/triples
-  (abdomen, hips, ankles, shoulders, e.g. ``2 1 1`` / ``0 -1 1``) are orthogonal and share one ``pos``.
+  Newton builds D6 frames assuming orthogonal axes (``q_off`` from ``(a0, a1, a0 x a1)``) and keeps only the
+  first joint's ``pos``, so other models get different kinematics; the MuJoCo reference raises ``ValueError``
+  for such models, which must be compared against ``source="newton"`` instead.  ``nv_humanoid`` is not such a
+  model: all of its merged hinge pairs/triples (abdomen, hips, ankles, shoulders, e.g. ``2 1 1`` / ``0 -1 1``)
+  are orthogonal and share one ``pos``.
 
 Joints are matched between Newton and the reference by name: Newton's ``joint_label`` tail (after the last
 ``/``) against Pinocchio ``model.names`` / MuJoCo joint names (a merged D6 label is the ``_``-joined names of the
@@ -71,11 +72,16 @@ import atexit
 import functools
 import os
 import shutil
+import site
+import sysconfig
 import tempfile
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
+import newton
+import newton.examples
 import numpy as np
+import warp as wp
 
 GRAVITY = 9.81
 """Magnitude of gravity [m/s^2], along -z in every model and reference."""
@@ -84,9 +90,6 @@ GRAVITY = 9.81
 @functools.cache
 def _erd_dir() -> str:
     """Return the ``robots`` directory of the installed ``example-robot-data`` (cmeel) package."""
-    import site  # noqa: PLC0415
-    import sysconfig  # noqa: PLC0415
-
     for base in [sysconfig.get_paths()["purelib"], *site.getsitepackages()]:
         path = os.path.join(base, "cmeel.prefix", "share", "example-robot-data", "robots")
         if os.path.isdir(path):
@@ -95,8 +98,6 @@ def _erd_dir() -> str:
 
 
 def _newton_assets_dir() -> str:
-    import newton.examples  # noqa: PLC0415
-
     return os.path.join(os.path.dirname(newton.examples.__file__), "assets")
 
 
@@ -196,19 +197,25 @@ def build_newton_model(name: str, floating: bool | None = None, worlds: int = 1,
     Returns:
         The finalized :class:`newton.Model`.
     """
-    import newton  # noqa: PLC0415
-
     spec = SPECS[name]
     if floating is None:
         floating = spec.floating
     robot = newton.ModelBuilder(up_axis=newton.Axis.Z, gravity=(0.0, 0.0, -GRAVITY))
-    common = dict(floating=floating, enable_self_collisions=False, collapse_fixed_joints=False,
-                  ignore_inertial_definitions=False)
+    common = {
+        "floating": floating,
+        "enable_self_collisions": False,
+        "collapse_fixed_joints": False,
+        "ignore_inertial_definitions": False,
+    }
     if spec.kind == "urdf":
         robot.add_urdf(_stripped_file(name), **common)
     else:
-        robot.add_mjcf(_stripped_file(name), parse_mujoco_options=False,
-                       convert_3d_hinge_to_ball_joints=spec.hinges_to_ball, **common)
+        robot.add_mjcf(
+            _stripped_file(name),
+            parse_mujoco_options=False,
+            convert_3d_hinge_to_ball_joints=spec.hinges_to_ball,
+            **common,
+        )
     scene = newton.ModelBuilder(up_axis=newton.Axis.Z, gravity=(0.0, 0.0, -GRAVITY))
     scene.replicate(robot, worlds)
     return scene.finalize(device=device, skip_validation_inertia=True)
@@ -239,6 +246,7 @@ class _NewtonJoints:
 
 
 def _newton_joints(model) -> _NewtonJoints:
+    """Gather the joint data of world 0 (or of the global world -1 for a model built without worlds)."""
     jw = model.joint_world.numpy()
     joints = np.flatnonzero(jw == (0 if np.any(jw == 0) else -1))  # -1: model built without worlds
     if joints.size == 0 or np.any(np.diff(joints) != 1):
@@ -269,6 +277,7 @@ def _newton_joints(model) -> _NewtonJoints:
 
 
 def _tail(label: str) -> str:
+    """Last ``/``-separated segment of a Newton label (the URDF/MJCF name)."""
     return label.rsplit("/", 1)[-1]
 
 
@@ -278,15 +287,17 @@ def _tail(label: str) -> str:
 
 def _quat_to_mat(q: np.ndarray) -> np.ndarray:
     x, y, z, w = np.asarray(q, dtype=np.float64) / np.linalg.norm(q)
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-    ])
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+        ]
+    )
 
 
 def _mat_to_quat_wxyz(R: np.ndarray) -> np.ndarray:
-    import mujoco  # noqa: PLC0415
+    import mujoco
 
     q = np.zeros(4)
     mujoco.mju_mat2Quat(q, np.ascontiguousarray(R).reshape(9))
@@ -300,7 +311,7 @@ def _skew(v: np.ndarray) -> np.ndarray:
 def _free_pose(nj: _NewtonJoints, j: int, joint_q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """World pose ``(p, R)`` of the child body of root FREE joint ``j``: ``X_p X_j X_c^-1``."""
     qs = nj.q_start[j]
-    p_j, R_j = joint_q[qs:qs + 3].astype(np.float64), _quat_to_mat(joint_q[qs + 3:qs + 7])
+    p_j, R_j = joint_q[qs : qs + 3].astype(np.float64), _quat_to_mat(joint_q[qs + 3 : qs + 7])
     R_p, R_c = _quat_to_mat(nj.X_p[j, 3:]), _quat_to_mat(nj.X_c[j, 3:])
     R = R_p @ R_j @ R_c.T
     p = nj.X_p[j, :3] + R_p @ (p_j - R_j @ R_c.T @ nj.X_c[j, :3])
@@ -309,17 +320,17 @@ def _free_pose(nj: _NewtonJoints, j: int, joint_q: np.ndarray) -> tuple[np.ndarr
 
 def _check_orthogonal_d6(name: str, nj: _NewtonJoints) -> None:
     """Raise if a D6 joint's angular axes are not mutually orthogonal (Newton then changes the kinematics)."""
-    import newton  # noqa: PLC0415
-
     for j in nj.joints:
         if nj.jtype[j] != newton.JointType.D6:
             continue
         n_lin, n_ang = nj.dof_dim[j]
         a0 = nj.qd_start[j] + n_lin
-        axes = nj.axis[a0:a0 + n_ang] / np.linalg.norm(nj.axis[a0:a0 + n_ang], axis=1, keepdims=True)
+        axes = nj.axis[a0 : a0 + n_ang] / np.linalg.norm(nj.axis[a0 : a0 + n_ang], axis=1, keepdims=True)
         if not np.allclose(axes @ axes.T, np.eye(n_ang), atol=1e-6):
-            raise ValueError(f"{name}: D6 joint {nj.label[j]!r} has non-orthogonal axes, which Newton "
-                             "orthonormalizes; compare against source='newton' instead")
+            raise ValueError(
+                f"{name}: D6 joint {nj.label[j]!r} has non-orthogonal axes, which Newton "
+                "orthonormalizes; compare against source='newton' instead"
+            )
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -337,8 +348,6 @@ def random_state(model, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarra
     Returns:
         ``joint_q`` of shape ``(joint_coord_count,)`` and ``joint_qd`` of shape ``(joint_dof_count,)``, float64.
     """
-    import newton  # noqa: PLC0415
-
     JT = newton.JointType
     jtype = model.joint_type.numpy()
     q_start = model.joint_q_start.numpy()
@@ -360,10 +369,10 @@ def random_state(model, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarra
     for j in range(model.joint_count):
         qs, ds, t = q_start[j], qd_start[j], jtype[j]
         if t == JT.FREE:
-            q[qs:qs + 3] = rng.uniform(-1.0, 1.0, 3)
-            q[qs + 3:qs + 7] = _unit_quat()
+            q[qs : qs + 3] = rng.uniform(-1.0, 1.0, 3)
+            q[qs + 3 : qs + 7] = _unit_quat()
         elif t == JT.BALL:
-            q[qs:qs + 4] = _unit_quat()
+            q[qs : qs + 4] = _unit_quat()
         elif t == JT.REVOLUTE:
             q[qs] = _uniform(ds, np.pi)
         elif t == JT.PRISMATIC:
@@ -383,8 +392,9 @@ def random_state(model, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarra
 # References
 
 
-def reference_mass_and_bias(name: str, model, joint_q: np.ndarray, joint_qd: np.ndarray,
-                            source: str = "pinocchio") -> tuple[np.ndarray, np.ndarray]:
+def reference_mass_and_bias(
+    name: str, model, joint_q: np.ndarray, joint_qd: np.ndarray, source: str = "pinocchio"
+) -> tuple[np.ndarray, np.ndarray]:
     """Mass matrix and bias force of world 0 of ``model`` in Newton's public coordinates.
 
     Args:
@@ -413,7 +423,7 @@ def reference_mass_and_bias(name: str, model, joint_q: np.ndarray, joint_qd: np.
         M, b = _mujoco_reference(name, model, nj, joint_q, joint_qd)
     else:
         raise ValueError(f"unknown source {source!r}")
-    M = M + np.diag(nj.armature[nj.dof0:nj.dof0 + nj.ndof])
+    M = M + np.diag(nj.armature[nj.dof0 : nj.dof0 + nj.ndof])
     return M, b
 
 
@@ -425,8 +435,7 @@ def _finish(P: np.ndarray, M_ref: np.ndarray, b_ref: np.ndarray) -> tuple[np.nda
 
 
 def _is_root_free(nj: _NewtonJoints, j: int) -> bool:
-    import newton  # noqa: PLC0415
-
+    """Whether joint ``j`` is a FREE joint (which must then be a root joint)."""
     if nj.jtype[j] != newton.JointType.FREE:
         return False
     if nj.parent[j] != -1:
@@ -438,9 +447,7 @@ def _is_root_free(nj: _NewtonJoints, j: int) -> bool:
 
 
 def _newton_reference(model, nj: _NewtonJoints, joint_q, joint_qd):
-    import newton  # noqa: PLC0415
-    import warp as wp  # noqa: PLC0415
-
+    """``(M, b)`` of world 0 from Newton's own float32 functions, FREE rows rotated into the joint frame ``F``."""
     state = model.state()
     state.joint_q.assign(joint_q.astype(np.float32))
     state.joint_qd.assign(joint_qd.astype(np.float32))
@@ -455,13 +462,13 @@ def _newton_reference(model, nj: _NewtonJoints, joint_q, joint_qd):
         raise NotImplementedError("world 0 must hold exactly one articulation")
     n = nj.ndof
     M = H[art[0], :n, :n].astype(np.float64)
-    b = (grav.numpy() + cor.numpy()).astype(np.float64)[nj.dof0:nj.dof0 + n]
+    b = (grav.numpy() + cor.numpy()).astype(np.float64)[nj.dof0 : nj.dof0 + n]
     for j in nj.joints:
         if _is_root_free(nj, j):
             R_F = _quat_to_mat(nj.X_p[j, 3:])
             d = nj.qd_start[j] - nj.dof0
-            b[d:d + 3] = R_F.T @ b[d:d + 3]
-            b[d + 3:d + 6] = R_F.T @ b[d + 3:d + 6]
+            b[d : d + 3] = R_F.T @ b[d : d + 3]
+            b[d + 3 : d + 6] = R_F.T @ b[d + 3 : d + 6]
     return 0.5 * (M + M.T), b
 
 
@@ -470,7 +477,8 @@ def _newton_reference(model, nj: _NewtonJoints, joint_q, joint_qd):
 
 @functools.cache
 def _pin_model(name: str, floating: bool):
-    import pinocchio as pin  # noqa: PLC0415
+    """Pinocchio model of the stripped URDF (free-flyer root if ``floating``), gravity -z, zero armature."""
+    import pinocchio as pin
 
     if SPECS[name].kind != "urdf":
         raise ValueError(f"source 'pinocchio' supports URDF robots only, not {name!r}")
@@ -483,8 +491,8 @@ def _pin_model(name: str, floating: bool):
 
 
 def _pinocchio_reference(name, model, nj: _NewtonJoints, joint_q, joint_qd):
-    import newton  # noqa: PLC0415
-    import pinocchio as pin  # noqa: PLC0415
+    """``(M, b)`` of world 0 from Pinocchio's CRBA/RNEA, mapped to Newton's coordinates, without armature."""
+    import pinocchio as pin
 
     JT = newton.JointType
     free = [j for j in nj.joints if _is_root_free(nj, j)]
@@ -506,14 +514,14 @@ def _pinocchio_reference(name, model, nj: _NewtonJoints, joint_q, joint_qd):
                 raise ValueError(f"{name}: root link {root_link!r} != Newton {nj.body_label[nj.child[j]]!r}")
             p, R = _free_pose(nj, j, joint_q)
             iq, iv = pm.joints[jid].idx_q, pm.joints[jid].idx_v
-            q[iq:iq + 3] = p
-            q[iq + 3:iq + 7] = pin.Quaternion(R).coeffs()  # xyzw
+            q[iq : iq + 3] = p
+            q[iq + 3 : iq + 7] = pin.Quaternion(R).coeffs()  # xyzw
             R_F = _quat_to_mat(nj.X_p[j, 3:])
             c = nj.body_com[nj.child[j]]
-            P[ds:ds + 3, iv:iv + 3] = R_F.T @ R
-            P[ds:ds + 3, iv + 3:iv + 6] = -R_F.T @ R @ _skew(c)
-            P[ds + 3:ds + 6, iv + 3:iv + 6] = R_F.T @ R
-            free_dofs = (ds, iv, c)
+            P[ds : ds + 3, iv : iv + 3] = R_F.T @ R
+            P[ds : ds + 3, iv + 3 : iv + 6] = -R_F.T @ R @ _skew(c)
+            P[ds + 3 : ds + 6, iv + 3 : iv + 6] = R_F.T @ R
+            free_dofs = (iv, c)
         elif t in (JT.REVOLUTE, JT.PRISMATIC):
             jname = _tail(nj.label[j])
             if not pm.existJointName(jname):
@@ -522,16 +530,16 @@ def _pinocchio_reference(name, model, nj: _NewtonJoints, joint_q, joint_qd):
             if jm.nq == 1:
                 q[jm.idx_q] = joint_q[qs]
             else:  # continuous joint: (cos, sin)
-                q[jm.idx_q:jm.idx_q + 2] = np.cos(joint_q[qs]), np.sin(joint_q[qs])
+                q[jm.idx_q : jm.idx_q + 2] = np.cos(joint_q[qs]), np.sin(joint_q[qs])
             P[ds, jm.idx_v] = 1.0
         else:
             raise NotImplementedError(f"{name}: joint type {t} has no Pinocchio map")
-    v = np.linalg.solve(P, joint_qd[nj.dof0:nj.dof0 + nj.ndof])
+    v = np.linalg.solve(P, joint_qd[nj.dof0 : nj.dof0 + nj.ndof])
     a = np.zeros(pm.nv)
     if free_dofs is not None:
-        _, iv, c = free_dofs
-        w = v[iv + 3:iv + 6]
-        a[iv:iv + 3] = -np.cross(w, v[iv:iv + 3] + np.cross(w, c))
+        iv, c = free_dofs
+        w = v[iv + 3 : iv + 6]
+        a[iv : iv + 3] = -np.cross(w, v[iv : iv + 3] + np.cross(w, c))
     M_ref = pin.crba(pm, data, q)
     M_ref = np.triu(M_ref) + np.triu(M_ref, 1).T
     b_ref = pin.rnea(pm, data, q, v, a)
@@ -543,7 +551,8 @@ def _pinocchio_reference(name, model, nj: _NewtonJoints, joint_q, joint_qd):
 
 @functools.cache
 def _mj_model(name: str, floating: bool):
-    import mujoco  # noqa: PLC0415
+    """MuJoCo model of the stripped file with the requested root, gravity -z, zero armature."""
+    import mujoco
 
     spec_r = SPECS[name]
     path = _stripped_file(name)
@@ -574,8 +583,8 @@ def _mj_model(name: str, floating: bool):
 
 
 def _mujoco_reference(name, model, nj: _NewtonJoints, joint_q, joint_qd):
-    import mujoco  # noqa: PLC0415
-    import newton  # noqa: PLC0415
+    """``(M, b)`` of world 0 from MuJoCo's ``mj_fullM``/``qfrc_bias``, mapped to Newton's coordinates, no armature."""
+    import mujoco
 
     JT = newton.JointType
     free = [j for j in nj.joints if _is_root_free(nj, j)]
@@ -603,13 +612,13 @@ def _mujoco_reference(name, model, nj: _NewtonJoints, joint_q, joint_qd):
             k = jids[0]
             qa, va = m.jnt_qposadr[k], m.jnt_dofadr[k]
             p, R = _free_pose(nj, j, joint_q)
-            qpos[qa:qa + 3] = p
-            qpos[qa + 3:qa + 7] = _mat_to_quat_wxyz(R)
+            qpos[qa : qa + 3] = p
+            qpos[qa + 3 : qa + 7] = _mat_to_quat_wxyz(R)
             R_F = _quat_to_mat(nj.X_p[j, 3:])
             c = nj.body_com[nj.child[j]]
-            P[ds:ds + 3, va:va + 3] = R_F.T
-            P[ds:ds + 3, va + 3:va + 6] = -R_F.T @ R @ _skew(c)
-            P[ds + 3:ds + 6, va + 3:va + 6] = R_F.T @ R
+            P[ds : ds + 3, va : va + 3] = R_F.T
+            P[ds : ds + 3, va + 3 : va + 6] = -R_F.T @ R @ _skew(c)
+            P[ds + 3 : ds + 6, va + 3 : va + 6] = R_F.T @ R
             free_dofs = (va, R, c)
             continue
         names = [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, k) for k in jids]
@@ -620,12 +629,12 @@ def _mujoco_reference(name, model, nj: _NewtonJoints, joint_q, joint_qd):
                 raise ValueError(f"{name}: {nj.label[j]!r} is not a MuJoCo ball joint")
             k = jids[0]
             qa, va = m.jnt_qposadr[k], m.jnt_dofadr[k]
-            R_j = _quat_to_mat(joint_q[qs:qs + 4])
+            R_j = _quat_to_mat(joint_q[qs : qs + 4])
             R_pj, R_cj = _quat_to_mat(nj.X_p[j, 3:]), _quat_to_mat(nj.X_c[j, 3:])
             w, x, y, z = m.body_quat[bid]
             R_body = _quat_to_mat(np.array([x, y, z, w]))
-            qpos[qa:qa + 4] = _mat_to_quat_wxyz(R_body.T @ R_pj @ R_j @ R_cj.T)
-            P[ds:ds + 3, va:va + 3] = R_j @ R_cj.T
+            qpos[qa : qa + 4] = _mat_to_quat_wxyz(R_body.T @ R_pj @ R_j @ R_cj.T)
+            P[ds : ds + 3, va : va + 3] = R_j @ R_cj.T
             continue
         if t not in (JT.REVOLUTE, JT.PRISMATIC, JT.D6):
             raise NotImplementedError(f"{name}: joint type {t} has no MuJoCo map")
@@ -639,7 +648,7 @@ def _mujoco_reference(name, model, nj: _NewtonJoints, joint_q, joint_qd):
         for i, k in enumerate(order):
             qpos[m.jnt_qposadr[k]] = joint_q[qs + i] + m.qpos0[m.jnt_qposadr[k]]
             P[ds + i, m.jnt_dofadr[k]] = 1.0
-    qvel = np.linalg.solve(P, joint_qd[nj.dof0:nj.dof0 + nj.ndof])
+    qvel = np.linalg.solve(P, joint_qd[nj.dof0 : nj.dof0 + nj.ndof])
     d.qpos[:] = qpos
     d.qvel[:] = qvel
     mujoco.mj_forward(m, d)
@@ -648,6 +657,6 @@ def _mujoco_reference(name, model, nj: _NewtonJoints, joint_q, joint_qd):
     a = np.zeros(m.nv)
     if free_dofs is not None:
         va, R, c = free_dofs
-        w = R @ qvel[va + 3:va + 6]
-        a[va:va + 3] = -np.cross(w, np.cross(w, R @ c))
+        w = R @ qvel[va + 3 : va + 6]
+        a[va : va + 3] = -np.cross(w, np.cross(w, R @ c))
     return _finish(P, M_ref, M_ref @ a + d.qfrc_bias)

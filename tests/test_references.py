@@ -6,19 +6,13 @@ to round-off and with Newton's own float32 ``eval_mass_matrix`` / ``eval_inverse
 
 from __future__ import annotations
 
-import os
-import sys
-
+import newton
 import numpy as np
 import pytest
-
-sys.path.insert(0, os.path.dirname(__file__))
-
-import references as refs  # noqa: E402
+import references as refs
 
 pytest.importorskip("pinocchio")
 pytest.importorskip("mujoco")
-newton = pytest.importorskip("newton")
 
 N_STATES = 3
 TOL_M_NEWTON = 1e-5  # relative to max |M|, Newton is float32
