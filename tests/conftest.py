@@ -1,6 +1,5 @@
-"""Shared pytest set-up: quiet Warp on the CPU device (the kernels are the same on CUDA)."""
+"""Shared pytest set-up: Warp without banner and module-load lines."""
 
 import warp as wp
 
-wp.config.quiet = True
-wp.init()
+wp.config.log_level = wp.LOG_WARNING

@@ -7,6 +7,7 @@ import warp as wp
 
 import newton
 import newton_sap
+from newton_sap.diagnostics import quat_to_matrix
 from newton_sap.conventions import (
     free_com_velocity_after_step,
     free_joint_velocity_map,
@@ -64,10 +65,6 @@ def test_output_body_arrays_equal_newton_fk_of_output_joints(seed):
     assert np.abs(fk.body_qd.numpy() - s1.body_qd.numpy()).max() < 1e-4
 
 
-def _rotation(q):
-    return np.array(wp.quat_to_matrix(wp.quat(*q))).reshape(3, 3)
-
-
 def _log_so3(R):
     angle = np.arccos(np.clip((np.trace(R) - 1.0) / 2.0, -1.0, 1.0))
     w = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
@@ -84,7 +81,7 @@ def test_body_qd_of_every_body_is_com_velocity_and_world_omega(seed):
     newton_sap.SolverSAP(model).step(s0, s1, None, None, dt)
     com = model.body_com.numpy()
     for b, (X0, X1, V) in enumerate(zip(s0.body_q.numpy(), s1.body_q.numpy(), s1.body_qd.numpy())):
-        R0, R1 = _rotation(X0[3:]), _rotation(X1[3:])
+        R0, R1 = quat_to_matrix(X0[3:]), quat_to_matrix(X1[3:])
         c0, c1 = X0[:3] + R0 @ com[b], X1[:3] + R1 @ com[b]
         scale = max(np.abs(V).max(), 1.0)
         assert np.abs((c1 - c0) / dt - V[:3]).max() < 5e-3 * scale, b

@@ -5,6 +5,7 @@ import warp as wp
 
 import newton
 import newton_sap
+from newton_sap.diagnostics import mechanical_energy
 
 G = 9.81
 
@@ -20,34 +21,19 @@ def double_pendulum():
     return b.finalize()
 
 
-def energy(model, state):
-    """Kinetic plus potential energy [J] from the public body state (COM velocity, world ω)."""
-    m = model.body_mass.numpy()
-    I = model.body_inertia.numpy()
-    com = model.body_com.numpy()
-    E = 0.0
-    for b, (X, V) in enumerate(zip(state.body_q.numpy(), state.body_qd.numpy())):
-        q = wp.quat(*X[3:])
-        R = np.array(wp.quat_to_matrix(q)).reshape(3, 3)
-        c = X[:3] + R @ com[b]
-        w = V[3:]
-        E += 0.5 * m[b] * V[:3] @ V[:3] + 0.5 * w @ (R @ I[b] @ R.T) @ w + m[b] * G * c[2]
-    return E
-
-
 def max_energy_error(dt, seconds=5.0):
     model = double_pendulum()
     solver = newton_sap.SolverSAP(model)
     s0, s1 = model.state(), model.state()
     s0.joint_q.assign(np.array([1.2, -0.6], np.float32))
     newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)
-    E0 = energy(model, s0)
+    E0 = mechanical_energy(model, s0)[0]
     err = 0.0
     for k in range(int(round(seconds / dt))):
         solver.step(s0, s1, None, None, dt)
         s0, s1 = s1, s0
         if k % 10 == 0:
-            err = max(err, abs(energy(model, s0) - E0))
+            err = max(err, abs(mechanical_energy(model, s0)[0] - E0))
     return err / abs(E0)
 
 

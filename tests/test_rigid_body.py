@@ -5,6 +5,7 @@ import warp as wp
 
 import newton
 import newton_sap
+from newton_sap.diagnostics import quat_to_matrix
 
 
 def free_body(inertia, com=(0.0, 0.0, 0.0), mass=2.0, worlds=1):
@@ -32,14 +33,7 @@ def simulate(model, qd0, dt, steps, record=lambda s: None):
 
 
 def rotation(body_q):
-    x, y, z, w = body_q[3:]
-    return np.array(
-        [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-        ]
-    )
+    return quat_to_matrix(body_q[3:])
 
 
 def test_torque_free_body_conserves_angular_momentum():

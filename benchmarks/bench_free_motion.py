@@ -1,0 +1,374 @@
+"""Contact-free step time of :class:`newton_sap.SolverSAP` next to Newton's ``SolverFeatherstone``.
+
+For each robot and world count, one Newton model is built (``ModelBuilder.replicate``) and stepped by both
+solvers in the same process, on the same device, with the same ``dt``, gravity and initial state, and
+``contacts=None`` (no collision pipeline runs; both solvers ignore contacts here).  Robots:
+
+* ``ant``: Newton's ``nv_ant.xml`` (floating, 14 dofs), torso at the file's 0.75 m above the ground plane.
+* ``humanoid``: Newton's ``nv_humanoid.xml`` (floating, 27 dofs), root placed 1.4 m above the ground plane.
+* ``arm``: example-robot-data's Panda URDF with the two finger joints fixed (fixed base, 7 dofs).
+
+The initial state is the model's ``joint_q`` with every limited dof moved 10 % of its range inside its
+limits, and a random ``joint_qd`` (uniform in ±0.5, fixed seed), so that Coriolis and gyroscopic terms act.
+Featherstone runs with ``angular_damping=0`` (its default 0.05 damps body angular velocities, which SAP does
+not do); all its other options are defaults.
+
+Per (robot, worlds):
+
+1. Sanity check and warm-up: both solvers take 20 steps from the initial state (this also compiles the
+   kernels); the largest ``|joint_q|`` and ``|joint_qd|`` differences over all worlds are reported.
+2. Kernel launches of one step, counted by wrapping ``wp.launch`` / ``wp.launch_tiled``.
+3. Timing: ``--repeats`` times, each solver in turn restarts from the initial state and takes ``N`` steps
+   between two ``wp.synchronize_device()``; the median time is reported as ms/step and
+   env-steps/s = worlds * N / seconds.
+
+Usage::
+
+    python benchmarks/bench_free_motion.py [--robots ant humanoid arm] [--worlds 1 64 1024] [--steps N]
+        [--dt 0.002] [--repeats 3] [--device cpu] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import os
+import platform
+import shlex
+import statistics
+import sys
+import sysconfig
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import warp as wp
+
+wp.config.quiet = True
+
+import newton  # noqa: E402
+
+import newton_sap  # noqa: E402
+
+GRAVITY = 9.81
+"""Magnitude of gravity [m/s^2], along -z."""
+
+SANITY_STEPS = 20
+"""Steps of the solver comparison that also serves as warm-up."""
+
+DEFAULT_STEPS = {1: 400, 64: 100, 1024: 10}
+"""Timed steps per repeat by world count when ``--steps`` is not given (other counts: see :func:`_steps_for`)."""
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Robots
+
+
+def _newton_asset(filename: str) -> str:
+    """Path of a file in Newton's bundled ``examples/assets`` directory."""
+    return os.path.join(os.path.dirname(newton.__file__), "examples", "assets", filename)
+
+
+def _example_robot_data(relpath: str) -> str:
+    """Path of a file in the installed example-robot-data (cmeel) ``robots`` directory."""
+    base = os.path.join(sysconfig.get_paths()["purelib"], "cmeel.prefix", "share", "example-robot-data", "robots")
+    path = os.path.join(base, relpath)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path} not found (pip install example-robot-data)")
+    return path
+
+
+def _dynamics_only_urdf(src: str, out_dir: str, fixed_joints: tuple[str, ...] = ()) -> str:
+    """Write a copy of URDF ``src`` into ``out_dir`` without ``<visual>``/``<collision>`` elements (Newton would
+    need ``trimesh`` for their meshes; dynamics only use ``<inertial>``), with the joints named in
+    ``fixed_joints`` turned into fixed joints (their ``<mimic>`` removed), and return its path."""
+    tree = ET.parse(src)
+    root = tree.getroot()
+    for link in root.iter("link"):
+        for tag in ("visual", "collision"):
+            for e in link.findall(tag):
+                link.remove(e)
+    found = set()
+    for joint in root.iter("joint"):
+        if joint.get("name") in fixed_joints:
+            joint.set("type", "fixed")
+            for e in joint.findall("mimic"):
+                joint.remove(e)
+            found.add(joint.get("name"))
+    missing = set(fixed_joints) - found
+    if missing:
+        raise ValueError(f"{src} has no joint(s) {sorted(missing)}")
+    path = os.path.join(out_dir, os.path.basename(src))
+    tree.write(path)
+    return path
+
+
+def _add_ant(builder: newton.ModelBuilder, tmp_dir: str) -> None:
+    builder.add_mjcf(_newton_asset("nv_ant.xml"), floating=True, enable_self_collisions=False)
+
+
+def _add_humanoid(builder: newton.ModelBuilder, tmp_dir: str) -> None:
+    builder.add_mjcf(
+        _newton_asset("nv_humanoid.xml"),
+        xform=wp.transform((0.0, 0.0, 1.4), wp.quat_identity()),
+        floating=True,
+        enable_self_collisions=False,
+    )
+
+
+def _add_arm(builder: newton.ModelBuilder, tmp_dir: str) -> None:
+    urdf = _dynamics_only_urdf(
+        _example_robot_data("panda_description/urdf/panda.urdf"),
+        tmp_dir,
+        fixed_joints=("panda_finger_joint1", "panda_finger_joint2"),
+    )
+    builder.add_urdf(urdf, floating=False, enable_self_collisions=False)
+
+
+ROBOTS: dict[str, Callable[[newton.ModelBuilder, str], None]] = {
+    "ant": _add_ant,
+    "humanoid": _add_humanoid,
+    "arm": _add_arm,
+}
+"""Robot name -> function adding one copy of the robot to a builder (second argument: a scratch directory)."""
+
+
+def build_model(robot: str, worlds: int, device, tmp_dir: str) -> newton.Model:
+    """Finalize a model holding ``worlds`` copies of ``robot``, z up, gravity ``-9.81`` m/s^2 along z."""
+    single = newton.ModelBuilder(up_axis=newton.Axis.Z, gravity=(0.0, 0.0, -GRAVITY))
+    ROBOTS[robot](single, tmp_dir)
+    scene = newton.ModelBuilder(up_axis=newton.Axis.Z, gravity=(0.0, 0.0, -GRAVITY))
+    scene.replicate(single, worlds)
+    return scene.finalize(device=device)
+
+
+def initial_state(model: newton.Model, seed: int = 0) -> newton.State:
+    """State with limited dofs 10 % of their range inside their limits and random ``joint_qd`` in ±0.5."""
+    state = model.state()
+    q = state.joint_q.numpy()
+    q_start, qd_start = model.joint_q_start.numpy(), model.joint_qd_start.numpy()
+    lower, upper = model.joint_limit_lower.numpy(), model.joint_limit_upper.numpy()
+    for j in range(model.joint_count):
+        qs, qe, ds, de = q_start[j], q_start[j + 1], qd_start[j], qd_start[j + 1]
+        if qe - qs != de - ds:  # FREE, BALL, DISTANCE: quaternion coordinates, unlimited
+            continue
+        lo, hi = lower[ds:de], upper[ds:de]
+        limited = (hi - lo) < 1e6
+        margin = 0.1 * (hi - lo)
+        q[qs:qe] = np.where(limited, np.clip(q[qs:qe], lo + margin, hi - margin), q[qs:qe])
+    rng = np.random.default_rng(seed)
+    qd = rng.uniform(-0.5, 0.5, model.joint_dof_count).astype(np.float32)
+    state.joint_q.assign(q)
+    state.joint_qd.assign(qd)
+    newton.eval_fk(model, state.joint_q, state.joint_qd, state)
+    return state
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Measurements
+
+
+@contextlib.contextmanager
+def count_launches():
+    """Count ``wp.launch`` and ``wp.launch_tiled`` calls made inside the block; yields a one-element list."""
+    count = [0]
+    originals = wp.launch, wp.launch_tiled
+
+    def wrap(fn):
+        def counted(*args, **kwargs):
+            count[0] += 1
+            return fn(*args, **kwargs)
+
+        return counted
+
+    wp.launch, wp.launch_tiled = wrap(originals[0]), wrap(originals[1])
+    try:
+        yield count
+    finally:
+        wp.launch, wp.launch_tiled = originals
+
+
+class Stepper:
+    """A solver with its own pair of states, restartable from a shared initial state."""
+
+    def __init__(self, solver: newton.solvers.SolverBase, model: newton.Model, init: newton.State):
+        self.solver, self.model, self.init = solver, model, init
+        self.states = [model.state(), model.state()]
+        self.control = model.control()
+        self.current = 0
+
+    def reset(self) -> None:
+        """Copy the initial joint and body state into the current state."""
+        self.current = 0
+        s = self.states[0]
+        for name in ("joint_q", "joint_qd", "body_q", "body_qd"):
+            wp.copy(getattr(s, name), getattr(self.init, name))
+
+    def run(self, steps: int, dt: float) -> None:
+        """Take ``steps`` steps of ``dt`` [s] without contacts (no synchronization)."""
+        for _ in range(steps):
+            src, dst = self.states[self.current], self.states[1 - self.current]
+            self.solver.step(src, dst, self.control, None, dt)
+            self.current = 1 - self.current
+
+    @property
+    def state(self) -> newton.State:
+        """The latest state."""
+        return self.states[self.current]
+
+
+@dataclass
+class Result:
+    """Measurements of one (robot, worlds) pair; times are medians over the repeats."""
+
+    robot: str
+    dofs: int
+    worlds: int
+    steps: int
+    seconds: dict[str, float]
+    launches: dict[str, int]
+    max_dq: float
+    max_dqd: float
+
+    def ms_per_step(self, solver: str) -> float:
+        return 1e3 * self.seconds[solver] / self.steps
+
+    def env_steps_per_s(self, solver: str) -> float:
+        return self.worlds * self.steps / self.seconds[solver]
+
+
+def _steps_for(worlds: int, steps: int | None) -> int:
+    """Timed steps per repeat: ``steps`` if given, else :data:`DEFAULT_STEPS` (about 10k env-steps otherwise)."""
+    if steps is not None:
+        return steps
+    return DEFAULT_STEPS.get(worlds, max(10, min(400, 10_000 // worlds)))
+
+
+def bench(robot: str, worlds: int, args, tmp_dir: str) -> Result:
+    """Sanity-check, count launches and time both solvers on one model (see the module docstring)."""
+    device = wp.get_device(args.device)
+    model = build_model(robot, worlds, device, tmp_dir)
+    init = initial_state(model)
+    steppers = {
+        "SAP": Stepper(newton_sap.SolverSAP(model), model, init),
+        "Featherstone": Stepper(newton.solvers.SolverFeatherstone(model, angular_damping=0.0), model, init),
+    }
+    for s in steppers.values():
+        s.reset()
+        s.run(SANITY_STEPS, args.dt)
+    wp.synchronize_device(device)
+    sap, fs = steppers["SAP"].state, steppers["Featherstone"].state
+    max_dq = float(np.max(np.abs(sap.joint_q.numpy() - fs.joint_q.numpy())))
+    max_dqd = float(np.max(np.abs(sap.joint_qd.numpy() - fs.joint_qd.numpy())))
+
+    launches = {}
+    for name, s in steppers.items():
+        with count_launches() as count:
+            s.run(1, args.dt)
+        launches[name] = count[0]
+
+    steps = _steps_for(worlds, args.steps)
+    times: dict[str, list[float]] = {name: [] for name in steppers}
+    for _ in range(args.repeats):
+        for name, s in steppers.items():
+            s.reset()
+            wp.synchronize_device(device)
+            t0 = time.perf_counter()
+            s.run(steps, args.dt)
+            wp.synchronize_device(device)
+            times[name].append(time.perf_counter() - t0)
+    return Result(
+        robot=robot,
+        dofs=model.joint_dof_count // worlds,
+        worlds=worlds,
+        steps=steps,
+        seconds={name: statistics.median(t) for name, t in times.items()},
+        launches=launches,
+        max_dq=max_dq,
+        max_dqd=max_dqd,
+    )
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Report
+
+
+def _cpu_name() -> str:
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def markdown(results: list[Result], args, elapsed: float) -> str:
+    """The run's settings and a Markdown table of ``results``."""
+    device = wp.get_device(args.device)
+    header = [
+        f"- date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}",
+        f"- command: `{' '.join(shlex.quote(a) for a in [os.path.relpath(sys.argv[0])] + sys.argv[1:])}`",
+        f"- device: {device.alias} ({device.name if device.is_cuda else _cpu_name()}, {os.cpu_count()} logical CPUs)",
+        f"- newton {newton.__version__}, warp {wp.config.version}, python {platform.python_version()}",
+        f"- dt = {args.dt} s, gravity {GRAVITY} m/s^2, contacts=None, median of {args.repeats} repeats, "
+        f"total run time {elapsed:.0f} s",
+        "",
+    ]
+    cols = [
+        "robot", "dofs", "worlds", "steps", "SAP ms/step", "FS ms/step", "SAP env-steps/s", "FS env-steps/s",
+        "SAP/FS", "SAP launches/step", "FS launches/step", f"max abs dq ({SANITY_STEPS} steps)",
+        f"max abs dqd ({SANITY_STEPS} steps)",
+    ]  # fmt: skip
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---:" if i > 0 else "---" for i in range(len(cols))) + "|"]
+    for r in results:
+        ratio = r.env_steps_per_s("SAP") / r.env_steps_per_s("Featherstone")
+        row = [
+            r.robot, str(r.dofs), str(r.worlds), str(r.steps),
+            f"{r.ms_per_step('SAP'):.3f}", f"{r.ms_per_step('Featherstone'):.3f}",
+            f"{r.env_steps_per_s('SAP'):,.0f}", f"{r.env_steps_per_s('Featherstone'):,.0f}",
+            f"{ratio:.2f}x", str(r.launches["SAP"]), str(r.launches["Featherstone"]),
+            f"{r.max_dq:.1e}", f"{r.max_dqd:.1e}",
+        ]  # fmt: skip
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(header + lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--robots", nargs="+", choices=list(ROBOTS), default=list(ROBOTS))
+    parser.add_argument("--worlds", nargs="+", type=int, default=[1, 64, 1024])
+    parser.add_argument(
+        "--steps", type=int, default=None, help=f"timed steps per repeat (default by world count: {DEFAULT_STEPS})"
+    )
+    parser.add_argument("--dt", type=float, default=2e-3, help="time step [s] (default 2e-3)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed repeats per solver; the median is kept")
+    parser.add_argument("--device", default="cpu", help="Warp device (default cpu)")
+    parser.add_argument("--out", default=None, help="also write the Markdown report to this file")
+    args = parser.parse_args(argv)
+
+    wp.init()
+    start = time.perf_counter()
+    results = []
+    with tempfile.TemporaryDirectory(prefix="bench_free_motion_") as tmp_dir:
+        for robot in args.robots:
+            for worlds in args.worlds:
+                r = bench(robot, worlds, args, tmp_dir)
+                print(
+                    f"{robot:>8} x{worlds:<5} SAP {r.ms_per_step('SAP'):9.3f} ms/step, "
+                    f"Featherstone {r.ms_per_step('Featherstone'):9.3f} ms/step, max |dq| {r.max_dq:.1e}",
+                    flush=True,
+                )
+                results.append(r)
+    report = markdown(results, args, time.perf_counter() - start)
+    print()
+    print(report, end="")
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(report)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,40 @@
+"""Host-side diagnostics of Newton states (NumPy; for summaries and tests, not for hot loops)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import newton
+
+
+def quat_to_matrix(q: np.ndarray) -> np.ndarray:
+    """Rotation matrices of unit quaternions ``q`` (…, 4) in Newton's xyzw order, shape (…, 3, 3)."""
+    x, y, z, w = np.moveaxis(np.asarray(q, np.float64), -1, 0)
+    return np.stack(
+        [
+            np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], -1),
+            np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], -1),
+            np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], -1),
+        ],
+        -2,
+    )
+
+
+def mechanical_energy(model: newton.Model, state: newton.State) -> np.ndarray:
+    """Kinetic plus gravitational potential energy [J] of every world, shape (world_count,).
+
+    ``Σ_b ½ m |v_com|² + ½ ωᵀ I_w ω − m g·c`` from the public body state (``body_qd = [v_com; ω]``);
+    armature energy is not included (it is not a body property)."""
+    X = state.body_q.numpy().astype(np.float64)
+    V = state.body_qd.numpy().astype(np.float64)
+    m = model.body_mass.numpy().astype(np.float64)
+    R = quat_to_matrix(X[:, 3:])
+    I_w = R @ model.body_inertia.numpy().astype(np.float64) @ np.swapaxes(R, 1, 2)
+    c = X[:, :3] + np.einsum("bij,bj->bi", R, model.body_com.numpy().astype(np.float64))
+    world = model.body_world.numpy()
+    world = np.where(world < 0, 0, world)
+    g = model.gravity.numpy().astype(np.float64)[world]
+    w = V[:, 3:]
+    e = 0.5 * m * np.einsum("bi,bi->b", V[:, :3], V[:, :3]) + 0.5 * np.einsum("bi,bij,bj->b", w, I_w, w)
+    e -= m * np.einsum("bi,bi->b", g, c)
+    return np.bincount(world, weights=e, minlength=max(model.world_count, 1))
