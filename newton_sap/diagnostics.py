@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 import newton
+import numpy as np
 
 
 def quat_to_matrix(q: np.ndarray) -> np.ndarray:

@@ -38,7 +38,7 @@ def dense_free_motion_kernel(n: int):
         tau = wp.tile_load(tau_in, shape=n, offset=start)
         x = wp.tile_cholesky_solve(L, tau)
         v0 = wp.tile_load(v0_in, shape=n, offset=start)
-        wp.tile_store(v_star_out, wp.tile_map(wp.add, v0, wp.tile_map(wp.mul, x, wp.tile_full(n, dt, dtype=float))), offset=start)
+        wp.tile_store(v_star_out, v0 + dt * x, offset=start)
 
     return dense_free_motion
 

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import newton
 import numpy as np
 import warp as wp
-
-import newton
 
 from . import dynamics, factorization, integration, kinematics
 from .conventions import free_joint_velocity_map
@@ -117,7 +116,7 @@ class SolverSAP(newton.solvers.SolverBase):
         self._dense = zeros(max(topo.dense_size, 1))
         self._dense_views = {
             n: self._dense[off : off + len(trees) * n * n].reshape((len(trees), n, n))
-            for (n, trees), off in zip(topo.dense_buckets.items(), topo.dense_bucket_offset.values())
+            for (n, trees), off in zip(topo.dense_buckets.items(), topo.dense_bucket_offset.values(), strict=True)
         }
         self._bucket_dof_start = {
             n: wp.array(topo.tree_dof_start[trees], dtype=wp.int32, device=device)
@@ -128,6 +127,7 @@ class SolverSAP(newton.solvers.SolverBase):
         self._zero_joint_f = zeros(max(model.joint_dof_count, 1))
         self._zero_body_f = zeros(nb, wp.spatial_vector)
         self._scratch_body_qd = zeros(nb, wp.spatial_vector)
+        self._default_control = model.control(clone_variables=False)
         self._dof_tree_world = wp.array(
             topo.tree_world[topo.dof_tree] if topo.dof_count else np.zeros(1, np.int32), dtype=wp.int32, device=device
         )
@@ -142,8 +142,7 @@ class SolverSAP(newton.solvers.SolverBase):
 
         ``contacts`` is accepted for the Newton solver interface and not used yet."""
         dt = self._check_dt(dt)
-        if control is None:
-            control = self.model.control(clone_variables=False)
+        control = control if control is not None else self._default_control
         self._dynamics(state_in, control.joint_f, state_in.body_f, dt, include_external=1)
         self._free_motion(dt)
         self._flag_failed_worlds()
@@ -302,8 +301,7 @@ class SolverSAP(newton.solvers.SolverBase):
         the step used for ``v_star``. Runs on the solver's device and copies to NumPy (not for hot
         loops)."""
         dt = self._check_dt(dt)
-        if control is None:
-            control = self.model.control(clone_variables=False)
+        control = control if control is not None else self._default_control
         topo = self.topology
         # bias: the same pipeline with no applied force gives τ = −b, with damping kept out of M
         self._dynamics(state, None, None, 0.0, include_external=0)

@@ -19,10 +19,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import newton
 import numpy as np
 import warp as wp
-
-import newton
 
 JOINT_PRISMATIC = int(newton.JointType.PRISMATIC)
 JOINT_REVOLUTE = int(newton.JointType.REVOLUTE)
@@ -255,7 +254,7 @@ def build_topology(model: newton.Model, dense_max_dofs: int = 64) -> Topology:
     dense_bucket_offset: dict[int, int] = {}
     tree_dense_offset = np.full(len(tree_roots), -1, np.int64)
     offset = 0
-    for n in sorted({int(n) for n, d in zip(tree_dof_count_a, tree_is_dense) if d and n > 0}):
+    for n in sorted({int(n) for n, d in zip(tree_dof_count_a, tree_is_dense, strict=True) if d and n > 0}):
         trees = np.nonzero((tree_dof_count_a == n) & tree_is_dense)[0].astype(np.int32)
         dense_buckets[n] = trees
         dense_bucket_offset[n] = offset
@@ -266,9 +265,7 @@ def build_topology(model: newton.Model, dense_max_dofs: int = 64) -> Topology:
 
     sparse_mask = ~tree_is_dense[dof_tree_a] if ndof else np.zeros(0, bool)
     max_depth = int(dof_depth_a.max()) if ndof else -1
-    sparse_dof_levels = [
-        np.nonzero(sparse_mask & (dof_depth_a == d))[0].astype(np.int32) for d in range(max_depth + 1)
-    ]
+    sparse_dof_levels = [np.nonzero(sparse_mask & (dof_depth_a == d))[0].astype(np.int32) for d in range(max_depth + 1)]
     sparse_dof_levels = [lvl for lvl in sparse_dof_levels if len(lvl)] if sparse_mask.any() else []
 
     world_dof_start = np.zeros(world_count + 1, np.int32)
@@ -292,7 +289,11 @@ def build_topology(model: newton.Model, dense_max_dofs: int = 64) -> Topology:
     max_body_depth = int(body_depth.max()) if nb else -1
     body_levels = [np.nonzero(body_depth == d)[0].astype(np.int32) for d in range(1, max_body_depth + 1)]
 
-    tree_bodies = np.concatenate([np.asarray(b, np.int32) for b in tree_bodies_list]) if tree_bodies_list else np.zeros(0, np.int32)
+    tree_bodies = (
+        np.concatenate([np.asarray(b, np.int32) for b in tree_bodies_list])
+        if tree_bodies_list
+        else np.zeros(0, np.int32)
+    )
     tree_body_start = np.zeros(len(tree_bodies_list) + 1, np.int32)
     tree_body_start[1:] = np.cumsum([len(b) for b in tree_bodies_list])
 
@@ -415,7 +416,10 @@ def to_device(topo: Topology, device) -> DeviceTopology:
         "dof_dense_offset", "dof_local", "tree_dof_start", "tree_dof_count", "tree_world",
         "tree_body_start", "tree_bodies", "world_dof_start", "branch_start", "branch_joints",
     ]  # fmt: skip
-    arrays = {n: wp.array(np.ascontiguousarray(getattr(topo, n), dtype=np.int32), dtype=wp.int32, device=device) for n in names}
+    arrays = {
+        n: wp.array(np.ascontiguousarray(getattr(topo, n), dtype=np.int32), dtype=wp.int32, device=device)
+        for n in names
+    }
     return DeviceTopology(
         arrays=arrays,
         body_levels=[wp.array(lvl, dtype=wp.int32, device=device) for lvl in topo.body_levels],

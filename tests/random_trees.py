@@ -3,10 +3,9 @@ branching, non-identity joint frames, COM offsets and armature."""
 
 from __future__ import annotations
 
+import newton
 import numpy as np
 import warp as wp
-
-import newton
 
 MOVING_TYPES = ("revolute", "prismatic", "ball", "d6", "free", "fixed")
 ROOT_TYPES = ("free", "distance", "revolute", "ball", "d6", "fixed")
@@ -32,7 +31,9 @@ def random_transform(rng: np.random.Generator, scale: float = 0.4) -> wp.transfo
 def random_inertia(rng: np.random.Generator, mass: float) -> np.ndarray:
     """Rotational inertia of a random box of mass ``mass`` (triangle inequality holds)."""
     dims = rng.uniform(0.05, 0.6, 3)
-    principal = mass / 12.0 * np.array([dims[1] ** 2 + dims[2] ** 2, dims[0] ** 2 + dims[2] ** 2, dims[0] ** 2 + dims[1] ** 2])
+    principal = (
+        mass / 12.0 * np.array([dims[1] ** 2 + dims[2] ** 2, dims[0] ** 2 + dims[2] ** 2, dims[0] ** 2 + dims[1] ** 2])
+    )
     R = random_rotation(rng)
     return R @ np.diag(principal) @ R.T
 

@@ -644,7 +644,8 @@ def _mujoco_reference(name, model, nj: _NewtonJoints, joint_q, joint_qd):
             raise NotImplementedError(f"{name}: body {bname!r} mixes hinge/slide with other joint types")
         if np.ptp(m.jnt_pos[jids], axis=0).max() > 0.0:
             raise ValueError(f"{name}: joints {names} of body {bname!r} have different pos; Newton keeps the first")
-        order = [k for k, tt in zip(jids, jtypes) if tt == slide] + [k for k, tt in zip(jids, jtypes) if tt == hinge]
+        order = [k for k, tt in zip(jids, jtypes, strict=True) if tt == slide]
+        order += [k for k, tt in zip(jids, jtypes, strict=True) if tt == hinge]
         for i, k in enumerate(order):
             qpos[m.jnt_qposadr[k]] = joint_q[qs + i] + m.qpos0[m.jnt_qposadr[k]]
             P[ds + i, m.jnt_dofadr[k]] = 1.0

@@ -1,10 +1,10 @@
 """Models the solver cannot simulate are refused at construction, naming the entity; bad steps raise."""
 
+import newton
 import numpy as np
 import pytest
 import warp as wp
 
-import newton
 import newton_sap
 from newton_sap import ModelError
 

@@ -1,18 +1,19 @@
 """Newton's public convention at the solver boundary: conversions, consistency of every output
 array, and agreement with Newton's own FK and SolverFeatherstone."""
 
+import newton
 import numpy as np
 import pytest
 import warp as wp
 
-import newton
 import newton_sap
-from newton_sap.diagnostics import quat_to_matrix
 from newton_sap.conventions import (
     free_com_velocity_after_step,
     free_joint_velocity_map,
     free_velocity_public_to_internal,
 )
+from newton_sap.diagnostics import quat_to_matrix
+
 from random_trees import add_random_tree, random_state, set_state
 
 TYPES = ("revolute", "prismatic", "ball", "d6", "fixed")
@@ -36,7 +37,12 @@ def test_free_joint_velocity_round_trip_and_matrix_form():
     rng = np.random.default_rng(0)
     v, w, r = (rng.normal(size=(50, 3)).astype(np.float32) for _ in range(3))
     v_m, back = wp.zeros(50, dtype=wp.vec3), wp.zeros(50, dtype=wp.vec3)
-    wp.launch(_round_trip, dim=50, inputs=[wp.array(v, dtype=wp.vec3), wp.array(w, dtype=wp.vec3), wp.array(r, dtype=wp.vec3)], outputs=[v_m, back])
+    wp.launch(
+        _round_trip,
+        dim=50,
+        inputs=[wp.array(v, dtype=wp.vec3), wp.array(w, dtype=wp.vec3), wp.array(r, dtype=wp.vec3)],
+        outputs=[v_m, back],
+    )
     assert np.allclose(back.numpy(), v, atol=1e-5)
     for k in range(50):
         T = free_joint_velocity_map(r[k].astype(np.float64))
@@ -80,7 +86,7 @@ def test_body_qd_of_every_body_is_com_velocity_and_world_omega(seed):
     dt = 1e-4
     newton_sap.SolverSAP(model).step(s0, s1, None, None, dt)
     com = model.body_com.numpy()
-    for b, (X0, X1, V) in enumerate(zip(s0.body_q.numpy(), s1.body_q.numpy(), s1.body_qd.numpy())):
+    for b, (X0, X1, V) in enumerate(zip(s0.body_q.numpy(), s1.body_q.numpy(), s1.body_qd.numpy(), strict=True)):
         R0, R1 = quat_to_matrix(X0[3:]), quat_to_matrix(X1[3:])
         c0, c1 = X0[:3] + R0 @ com[b], X1[:3] + R1 @ com[b]
         scale = max(np.abs(V).max(), 1.0)

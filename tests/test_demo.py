@@ -1,9 +1,9 @@
 """The main job: the default scene runs and its summary is physically sane."""
 
+import newton
 import numpy as np
 import pytest
 
-import newton
 from newton_sap.__main__ import main, parse_args, run_demo
 from newton_sap.diagnostics import mechanical_energy
 

@@ -1,9 +1,9 @@
 """Double pendulum without damping: the energy error of the semi-implicit step is O(Δt)."""
 
+import newton
 import numpy as np
 import warp as wp
 
-import newton
 import newton_sap
 from newton_sap.diagnostics import mechanical_energy
 

@@ -1,12 +1,12 @@
 """M(q) and b(q, v) of random trees against Newton's own dynamics functions (test references only),
 and the two factorization paths against each other."""
 
+import newton
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import newton
 import newton_sap
 
 from random_trees import add_random_tree, random_state, set_state

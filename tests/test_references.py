@@ -9,6 +9,7 @@ from __future__ import annotations
 import newton
 import numpy as np
 import pytest
+
 import references as refs
 
 pytest.importorskip("pinocchio")
@@ -114,7 +115,7 @@ def test_free_joint_bias_analytic():
     state.joint_qd.assign(qd.astype(np.float32))
     newton.eval_fk(model, state.joint_q, state.joint_qd, state)
     body_q = state.body_q.numpy().astype(np.float64)
-    com = np.array([X[:3] + refs._quat_to_mat(X[3:]) @ c for X, c in zip(body_q, model.body_com.numpy())])
+    com = np.array([X[:3] + refs._quat_to_mat(X[3:]) @ c for X, c in zip(body_q, model.body_com.numpy(), strict=True)])
     mass = model.body_mass.numpy().astype(np.float64)
     m_tot = mass.sum()
     r = (mass @ com) / m_tot - com[model.joint_child.numpy()[0]]

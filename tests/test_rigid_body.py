@@ -1,9 +1,9 @@
 """Torque-free rigid-body motion: closed-form conservation laws and the intermediate-axis flip."""
 
+import newton
 import numpy as np
 import warp as wp
 
-import newton
 import newton_sap
 from newton_sap.diagnostics import quat_to_matrix
 

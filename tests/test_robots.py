@@ -1,12 +1,13 @@
 """M(q) and b(q, v) of real robots against Pinocchio and MuJoCo (float64 references), and a tree of
 more than 64 dofs through the sparse LDLᵀ path."""
 
+import newton
 import numpy as np
 import pytest
 import warp as wp
 
-import newton
 import newton_sap
+
 import references as refs
 
 pytest.importorskip("pinocchio")

@@ -1,11 +1,12 @@
 """Many worlds in one model: each world's result equals the same system simulated alone, and a
 broken world is flagged without touching the others."""
 
+import newton
 import numpy as np
 import warp as wp
 
-import newton
 import newton_sap
+
 from random_trees import add_random_tree, random_state
 
 TYPES = ("revolute", "prismatic", "ball", "d6", "fixed")

@@ -6,10 +6,9 @@ which fits the solver's current stage (the contact solve comes next)."""
 
 from __future__ import annotations
 
-import numpy as np
-
 import newton
 import newton.examples
+import numpy as np
 
 
 def build(worlds: int) -> newton.ModelBuilder:
