@@ -16,16 +16,19 @@ not do); all its other options are defaults.
 Per (robot, worlds):
 
 1. Sanity check and warm-up: both solvers take 20 steps from the initial state (this also compiles the
-   kernels); the largest ``|joint_q|`` and ``|joint_qd|`` differences over all worlds are reported.
+   kernels); the largest ``|joint_q|`` and ``|joint_qd|`` differences over all worlds are reported, for the
+   model as is and with its joint damping and joint stiffness set to zero for the comparison (the model's
+   passive joint forces, which the solvers may treat differently; restored before timing).
 2. Kernel launches of one step, counted by wrapping ``wp.launch`` / ``wp.launch_tiled``.
 3. Timing: ``--repeats`` times, each solver in turn restarts from the initial state and takes ``N`` steps
    between two ``wp.synchronize_device()``; the median time is reported as ms/step and
-   env-steps/s = worlds * N / seconds.
+   env-steps/s = worlds * N / seconds.  By default ``N = round(2000 / sqrt(worlds))`` (2000, 250, 62 steps for
+   1, 64, 1024 worlds), which keeps the default run at about 5 minutes on a 2-core CPU.
 
 Usage::
 
     python benchmarks/bench_free_motion.py [--robots ant humanoid arm] [--worlds 1 64 1024] [--steps N]
-        [--dt 0.002] [--repeats 3] [--device cpu] [--out FILE]
+        [--dt 0.002] [--repeats 5] [--device cpu] [--out FILE]
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 import warp as wp
 
-wp.config.quiet = True
+wp.config.log_level = wp.LOG_WARNING
 
 import newton  # noqa: E402
 
@@ -59,9 +62,6 @@ GRAVITY = 9.81
 
 SANITY_STEPS = 20
 """Steps of the solver comparison that also serves as warm-up."""
-
-DEFAULT_STEPS = {1: 400, 64: 100, 1024: 10}
-"""Timed steps per repeat by world count when ``--steps`` is not given (other counts: see :func:`_steps_for`)."""
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -231,8 +231,8 @@ class Result:
     steps: int
     seconds: dict[str, float]
     launches: dict[str, int]
-    max_dq: float
-    max_dqd: float
+    diff: tuple[float, float]
+    diff_no_passive: tuple[float, float]
 
     def ms_per_step(self, solver: str) -> float:
         return 1e3 * self.seconds[solver] / self.steps
@@ -242,10 +242,36 @@ class Result:
 
 
 def _steps_for(worlds: int, steps: int | None) -> int:
-    """Timed steps per repeat: ``steps`` if given, else :data:`DEFAULT_STEPS` (about 10k env-steps otherwise)."""
+    """Timed steps per repeat: ``steps`` if given, else ``round(2000 / sqrt(worlds))`` (at least 10)."""
     if steps is not None:
         return steps
-    return DEFAULT_STEPS.get(worlds, max(10, min(400, 10_000 // worlds)))
+    return max(10, round(2000 / np.sqrt(worlds)))
+
+
+@contextlib.contextmanager
+def without_passive_joint_forces(model: newton.Model):
+    """Zero ``joint_damping`` and ``joint_stiffness`` of ``model`` inside the block, then restore them."""
+    saved = [(a, wp.clone(a)) for a in (model.joint_damping, model.joint_stiffness)]
+    for a, _ in saved:
+        a.zero_()
+    try:
+        yield
+    finally:
+        for a, copy in saved:
+            wp.copy(a, copy)
+
+
+def compare(steppers: dict[str, Stepper], dt: float) -> tuple[float, float]:
+    """Largest ``|joint_q|`` and ``|joint_qd|`` differences between the two solvers after
+    :data:`SANITY_STEPS` steps from the initial state."""
+    for s in steppers.values():
+        s.reset()
+        s.run(SANITY_STEPS, dt)
+    a, b = (s.state for s in steppers.values())
+    return (
+        float(np.max(np.abs(a.joint_q.numpy() - b.joint_q.numpy()))),
+        float(np.max(np.abs(a.joint_qd.numpy() - b.joint_qd.numpy()))),
+    )
 
 
 def bench(robot: str, worlds: int, args, tmp_dir: str) -> Result:
@@ -257,13 +283,9 @@ def bench(robot: str, worlds: int, args, tmp_dir: str) -> Result:
         "SAP": Stepper(newton_sap.SolverSAP(model), model, init),
         "Featherstone": Stepper(newton.solvers.SolverFeatherstone(model, angular_damping=0.0), model, init),
     }
-    for s in steppers.values():
-        s.reset()
-        s.run(SANITY_STEPS, args.dt)
-    wp.synchronize_device(device)
-    sap, fs = steppers["SAP"].state, steppers["Featherstone"].state
-    max_dq = float(np.max(np.abs(sap.joint_q.numpy() - fs.joint_q.numpy())))
-    max_dqd = float(np.max(np.abs(sap.joint_qd.numpy() - fs.joint_qd.numpy())))
+    diff = compare(steppers, args.dt)
+    with without_passive_joint_forces(model):
+        diff_no_passive = compare(steppers, args.dt)
 
     launches = {}
     for name, s in steppers.items():
@@ -288,8 +310,8 @@ def bench(robot: str, worlds: int, args, tmp_dir: str) -> Result:
         steps=steps,
         seconds={name: statistics.median(t) for name, t in times.items()},
         launches=launches,
-        max_dq=max_dq,
-        max_dqd=max_dqd,
+        diff=diff,
+        diff_no_passive=diff_no_passive,
     )
 
 
@@ -315,12 +337,14 @@ def markdown(results: list[Result], args, elapsed: float) -> str:
         f"- newton {newton.__version__}, warp {wp.config.version}, python {platform.python_version()}",
         f"- dt = {args.dt} s, gravity {GRAVITY} m/s^2, contacts=None, median of {args.repeats} repeats, "
         f"total run time {elapsed:.0f} s",
+        f"- FS = Featherstone (angular_damping=0); dq / dqd: largest joint_q / joint_qd difference between the "
+        f"solvers after {SANITY_STEPS} steps, over all worlds",
         "",
     ]
     cols = [
         "robot", "dofs", "worlds", "steps", "SAP ms/step", "FS ms/step", "SAP env-steps/s", "FS env-steps/s",
-        "SAP/FS", "SAP launches/step", "FS launches/step", f"max abs dq ({SANITY_STEPS} steps)",
-        f"max abs dqd ({SANITY_STEPS} steps)",
+        "SAP/FS", "SAP launches/step", "FS launches/step", "max dq / dqd (as is)",
+        "max dq / dqd (no damping, stiffness)",
     ]  # fmt: skip
     lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---:" if i > 0 else "---" for i in range(len(cols))) + "|"]
     for r in results:
@@ -330,7 +354,7 @@ def markdown(results: list[Result], args, elapsed: float) -> str:
             f"{r.ms_per_step('SAP'):.3f}", f"{r.ms_per_step('Featherstone'):.3f}",
             f"{r.env_steps_per_s('SAP'):,.0f}", f"{r.env_steps_per_s('Featherstone'):,.0f}",
             f"{ratio:.2f}x", str(r.launches["SAP"]), str(r.launches["Featherstone"]),
-            f"{r.max_dq:.1e}", f"{r.max_dqd:.1e}",
+            f"{r.diff[0]:.1e} / {r.diff[1]:.1e}", f"{r.diff_no_passive[0]:.1e} / {r.diff_no_passive[1]:.1e}",
         ]  # fmt: skip
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(header + lines) + "\n"
@@ -340,11 +364,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--robots", nargs="+", choices=list(ROBOTS), default=list(ROBOTS))
     parser.add_argument("--worlds", nargs="+", type=int, default=[1, 64, 1024])
-    parser.add_argument(
-        "--steps", type=int, default=None, help=f"timed steps per repeat (default by world count: {DEFAULT_STEPS})"
-    )
+    parser.add_argument("--steps", type=int, default=None, help="timed steps per repeat (default 2000/sqrt(worlds))")
     parser.add_argument("--dt", type=float, default=2e-3, help="time step [s] (default 2e-3)")
-    parser.add_argument("--repeats", type=int, default=3, help="timed repeats per solver; the median is kept")
+    parser.add_argument("--repeats", type=int, default=5, help="timed repeats per solver; the median is kept")
     parser.add_argument("--device", default="cpu", help="Warp device (default cpu)")
     parser.add_argument("--out", default=None, help="also write the Markdown report to this file")
     args = parser.parse_args(argv)
@@ -358,7 +380,7 @@ def main(argv: list[str] | None = None) -> None:
                 r = bench(robot, worlds, args, tmp_dir)
                 print(
                     f"{robot:>8} x{worlds:<5} SAP {r.ms_per_step('SAP'):9.3f} ms/step, "
-                    f"Featherstone {r.ms_per_step('Featherstone'):9.3f} ms/step, max |dq| {r.max_dq:.1e}",
+                    f"Featherstone {r.ms_per_step('Featherstone'):9.3f} ms/step",
                     flush=True,
                 )
                 results.append(r)

@@ -129,8 +129,14 @@ def mass_matrix_rows(
     body_tree: wp.array(dtype=wp.int32),
     joint_armature: wp.array(dtype=float),
     joint_damping: wp.array(dtype=float),
+    joint_stiffness: wp.array(dtype=float),
+    joint_rest_q: wp.array(dtype=float),
+    dof_coord: wp.array(dtype=wp.int32),
     # inputs
-    damping_dt: float,
+    dt: float,
+    passive: int,
+    joint_q_in: wp.array(dtype=float),
+    v0_in: wp.array(dtype=float),
     body_q_in: wp.array(dtype=wp.transform),
     dof_S_in: wp.array(dtype=wp.spatial_vector),
     tree_ref_in: wp.array(dtype=wp.vec3),
@@ -142,12 +148,17 @@ def mass_matrix_rows(
     dense_out: wp.array(dtype=float),
     tau_out: wp.array(dtype=float),
 ):
-    """Row i of ``A = M + damping_dt·diag(joint_damping)`` and ``τ_i``, one thread per dof.
+    """Row i of A and ``τ_i``, one thread per dof.
 
     ``S̄_i`` is S_i shifted to the tree point; ``F_i = I^c_{b(i)} S̄_i``; for j on i's dof chain
     ``M_ij = S̄_jᵀ F_i`` (only the subtree of b(i) is moved by both). Armature [kg·m² or kg] joins the
     diagonal. ``τ_i = f_i − S̄_iᵀ F^c_{b(i)}`` (applied generalized force minus RNE bias).
-    Writes the sparse row (``M_ii, M_i,parent(i), ...``) and, for dense trees, both triangles of the
+
+    With ``passive = 1`` the joint's damping d [N·s/m or N·m·s/rad] and stiffness k [N/m or N·m/rad]
+    toward ``joint_rest_q`` (scalar coordinates only: REVOLUTE, PRISMATIC, D6) are implicit: the
+    step solves ``M(v − v0) = Δt(τ − d v − k (q0 + Δt v − q_rest))``, i.e.
+    ``A = M + Δt d + Δt² k`` on the diagonal and ``τ_i −= d v0 + k (q0 + Δt v0 − q_rest)``.
+    Writes the sparse row (``A_ii, A_i,parent(i), ...``) and, for dense trees, both triangles of the
     tree's dense block."""
     i = wp.tid()
     b = dof_body[i]
@@ -166,12 +177,26 @@ def mass_matrix_rows(
         Sj = twist_shift(dof_S_in[j], r - wp.transform_get_translation(body_q_in[bj]))
         Mij = dot6(Sj, Fi)
         if j == i:
-            pub = dof_public[i]
-            Mij += joint_armature[pub] + damping_dt * joint_damping[pub]
+            Mij += joint_armature[dof_public[i]]
         rows_out[rs + di - dof_depth[j]] = Mij
         if dense >= 0:
             lj = dof_local[j]
             dense_out[dense + li * n + lj] = Mij
             dense_out[dense + lj * n + li] = Mij
         j = dof_parent[j]
-    tau_out[i] = internal_f_in[i] - dot6(Si, composite_force_in[b])
+    tau = internal_f_in[i] - dot6(Si, composite_force_in[b])
+    if passive == 1:
+        pub = dof_public[i]
+        d = joint_damping[pub]
+        k = float(0.0)
+        spring = float(0.0)
+        c = dof_coord[i]
+        if c >= 0:
+            k = joint_stiffness[pub]
+            spring = joint_q_in[c] + dt * v0_in[i] - joint_rest_q[c]
+        tau -= d * v0_in[i] + k * spring
+        diag = rows_out[rs] + dt * d + dt * dt * k
+        rows_out[rs] = diag
+        if dense >= 0:
+            dense_out[dense + li * n + li] = diag
+    tau_out[i] = tau

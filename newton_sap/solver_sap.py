@@ -46,8 +46,9 @@ class SapSnapshot:
     Attributes:
         mass_matrix: ``M(q)`` [kg, kg·m, kg·m²], n×n per world, armature included, damping not.
         bias: ``b(q, v)`` with ``M q̈ + b = τ`` [N, N·m]: gravity, Coriolis and gyroscopic terms.
-        tau: ``joint_f + Jᵀ body_f − b`` [N, N·m].
-        v_star: Free-motion velocity ``v0 + Δt (M + Δt D)⁻¹ τ`` (public convention at ``q0``).
+        tau: The step's right-hand side ``joint_f + Jᵀ body_f − b − D v0 − K (q0 + Δt v0 − q_rest)``
+            [N, N·m] (D, K: joint damping and stiffness; K acts on scalar coordinates only).
+        v_star: Free-motion velocity ``v0 + Δt (M + Δt D + Δt² K)⁻¹ τ`` (public convention at ``q0``).
         dof_start: Per world, the first public dof index (``joint_qd[dof_start[w] : dof_start[w] + n]``).
 
     Internally the solver uses ``[ω; v_M]`` for FREE joints (see ``conventions.py``); with
@@ -68,10 +69,11 @@ class SolverSAP(newton.solvers.SolverBase):
 
     Drop-in Newton solver: ``solver.step(state_in, state_out, control, contacts, dt)``. Supports
     REVOLUTE, PRISMATIC, BALL, FREE, FIXED, D6 and DISTANCE (stepped as FREE) joints; any number of
-    (also different) worlds in one model. Joint damping is implicit (``A = M + Δt·diag(damping)``),
-    armature joins the mass matrix, gravity, Coriolis, ``Control.joint_f`` and ``State.body_f`` are
-    explicit. **Contacts are accepted but not used yet** (the SAP contact solve is the next stage):
-    bodies pass through each other and through the ground.
+    (also different) worlds in one model. Joint damping and joint stiffness (toward
+    ``joint_rest_q``, scalar coordinates) are implicit (``A = M + Δt·D + Δt²·K``), armature joins the
+    mass matrix; gravity, Coriolis, ``Control.joint_f`` and ``State.body_f`` are explicit.
+    **Contacts are accepted but not used yet** (the SAP contact solve is the next stage): bodies
+    pass through each other and through the ground.
 
     Args:
         model: The Newton model to simulate.
@@ -143,7 +145,7 @@ class SolverSAP(newton.solvers.SolverBase):
         ``contacts`` is accepted for the Newton solver interface and not used yet."""
         dt = self._check_dt(dt)
         control = control if control is not None else self._default_control
-        self._dynamics(state_in, control.joint_f, state_in.body_f, dt, include_external=1)
+        self._dynamics(state_in, control.joint_f, state_in.body_f, dt, passive=1, include_external=1)
         self._free_motion(dt)
         self._flag_failed_worlds()
         self._integrate(state_in, state_out, dt)
@@ -154,8 +156,9 @@ class SolverSAP(newton.solvers.SolverBase):
             raise ValueError(f"dt must be a positive finite time step [s], got {dt}")
         return dt
 
-    def _dynamics(self, state, joint_f, body_f, damping_dt: float, include_external: int) -> None:
-        """FK, RNE and CRBA at ``state``: fills A (sparse rows and dense blocks), τ and v0."""
+    def _dynamics(self, state, joint_f, body_f, dt: float, passive: int, include_external: int) -> None:
+        """FK, RNE and CRBA at ``state``: fills A (sparse rows and dense blocks), τ and v0; ``passive``
+        adds the implicit joint damping and stiffness (see ``dynamics.mass_matrix_rows``)."""
         model, topo, T = self.model, self.topology, self._topo
         device = model.device
         if joint_f is None:
@@ -197,8 +200,9 @@ class SolverSAP(newton.solvers.SolverBase):
             inputs=[
                 T.dof_public, T.dof_body, T.dof_parent, T.dof_depth, T.dof_tree, T.dof_row_start,
                 T.dof_dense_offset, T.dof_local, T.tree_dof_count, T.body_tree, model.joint_armature,
-                model.joint_damping, damping_dt, self._body_q, self._dof_S, self._tree_ref,
-                self._composite_inertia, self._composite_force, self._f,
+                model.joint_damping, model.joint_stiffness, model.joint_rest_q, T.dof_coord, dt, passive,
+                state.joint_q, self._v0, self._body_q, self._dof_S, self._tree_ref, self._composite_inertia,
+                self._composite_force, self._f,
             ],
             outputs=[self._rows, self._dense, self._tau],
             device=device,
@@ -303,11 +307,11 @@ class SolverSAP(newton.solvers.SolverBase):
         dt = self._check_dt(dt)
         control = control if control is not None else self._default_control
         topo = self.topology
-        # bias: the same pipeline with no applied force gives τ = −b, with damping kept out of M
-        self._dynamics(state, None, None, 0.0, include_external=0)
+        # bias: the same pipeline with no applied or passive force gives τ = −b and A = M
+        self._dynamics(state, None, None, dt, passive=0, include_external=0)
         mass_int = self._dense_matrices_internal()
         bias_int = -self._tau.numpy()[: topo.dof_count].astype(np.float64)
-        self._dynamics(state, control.joint_f, state.body_f, dt, include_external=1)
+        self._dynamics(state, control.joint_f, state.body_f, dt, passive=1, include_external=1)
         tau_int = self._tau.numpy()[: topo.dof_count].astype(np.float64)
         self._free_motion(dt)
         v_star_int = self._v_star.numpy()[: topo.dof_count].astype(np.float64)

@@ -81,6 +81,7 @@ class Topology:
     dof_row_start: np.ndarray  # [dof] offset of row i in the sparse lower-triangle storage
     dof_dense_offset: np.ndarray  # [dof] offset of the tree's dense block (-1: sparse tree)
     dof_local: np.ndarray  # [dof] index inside the tree
+    dof_coord: np.ndarray  # [dof] its coordinate in joint_q for scalar-coordinate joints, -1 for BALL/FREE
     sparse_nnz: int
     # trees
     tree_dof_start: np.ndarray  # [tree] first internal dof
@@ -205,7 +206,8 @@ def build_topology(model: newton.Model, dense_max_dofs: int = 64) -> Topology:
         tree_bodies_list.append(bodies)
 
     # --- internal dofs --------------------------------------------------------------------------
-    dof_public, dof_joint, dof_body, dof_parent, dof_depth, dof_tree, dof_local = ([] for _ in range(7))
+    dof_public, dof_joint, dof_body, dof_parent, dof_depth, dof_tree, dof_local, dof_coord = ([] for _ in range(8))
+    jq_start = model.joint_q_start.numpy() if nj else np.zeros(1, np.int32)
     joint_dof_internal_start = np.zeros(nj, np.int32)
     tree_dof_start, tree_dof_count = [], []
     last_dof_of_body = np.full(nb, -1, np.int64)  # last internal dof on the path root..body
@@ -218,9 +220,11 @@ def build_topology(model: newton.Model, dense_max_dofs: int = 64) -> Topology:
             joint_dof_internal_start[j] = len(dof_public)
             n_lin, n_ang = int(jdof_dim[j, 0]), int(jdof_dim[j, 1])
             public = list(range(int(jqd_start[j]), int(jqd_start[j]) + n_lin + n_ang))
+            scalar_coords = jtype[j] in (JOINT_REVOLUTE, JOINT_PRISMATIC, JOINT_D6)
             if jtype[j] in (JOINT_FREE, JOINT_DISTANCE):
                 public = public[3:] + public[:3]  # internal [ω, v_M]
             for k in public:
+                dof_coord.append(int(jq_start[j]) + k - int(jqd_start[j]) if scalar_coords else -1)
                 dof_public.append(k)
                 dof_joint.append(j)
                 dof_body.append(b)
@@ -317,6 +321,7 @@ def build_topology(model: newton.Model, dense_max_dofs: int = 64) -> Topology:
         dof_row_start=row_start,
         dof_dense_offset=dof_dense_offset.astype(np.int32),
         dof_local=np.asarray(dof_local, np.int32),
+        dof_coord=np.asarray(dof_coord, np.int32),
         sparse_nnz=sparse_nnz,
         tree_dof_start=tree_dof_start_a,
         tree_dof_count=tree_dof_count_a,
@@ -413,7 +418,7 @@ def to_device(topo: Topology, device) -> DeviceTopology:
     names = [
         "body_joint", "body_parent", "body_tree", "body_world", "joint_dof_internal_start",
         "dof_public", "dof_joint", "dof_body", "dof_parent", "dof_depth", "dof_tree", "dof_row_start",
-        "dof_dense_offset", "dof_local", "tree_dof_start", "tree_dof_count", "tree_world",
+        "dof_dense_offset", "dof_local", "dof_coord", "tree_dof_start", "tree_dof_count", "tree_world",
         "tree_body_start", "tree_bodies", "world_dof_start", "branch_start", "branch_joints",
     ]  # fmt: skip
     arrays = {
