@@ -1,0 +1,80 @@
+"""Point contact with regularized Coulomb friction (SAP.md §3).
+
+Contact frame: tangents t1, t2 and the normal n last; ``v_c = (v_t1, v_t2, v_n)`` [m/s] is the
+velocity of body B's contact point relative to body A's, ``v_n > 0`` separating; φ0 < 0 [m] is
+penetration. The impulse ``γ`` [N·s] on B is the projection of the unprojected impulse
+``y = R⁻¹ (v̂ − v_c)`` onto the friction cone ``‖γ_t‖ ≤ μ γ_n`` in the norm of ``R``:
+
+* stiction ``y_r ≤ μ y_n``: ``γ = y``, ``G = R⁻¹``;
+* sliding ``−μ̂ y_r < y_n < y_r / μ``: ``γ_n = (y_n + μ̂ y_r) / (1 + μ μ̂)``, ``γ_t = μ γ_n t̂``;
+* separation ``y_n ≤ −μ̂ y_r``: ``γ = 0``, ``G = 0``;
+
+with ``y_r = sqrt(‖y_t‖² + ε²)`` (soft norm), ``t̂ = y_t / y_r`` and ``μ̂ = μ R_t / R_n``. The cost is
+``ℓ = ½ γᵀ R γ`` [J]; continuous across the regions.
+"""
+
+import warp as wp
+
+SOFT_NORM_EPS = 1.0e-7
+"""ε of the soft tangential norm [N·s]: keeps t̂ and G finite at zero slip."""
+
+TWO_PI_SQ = 39.47841760435743  # (2π)²
+
+
+@wp.func
+def contact_compliance(stiffness: float, dissipation_time: float, dt: float, beta: float, sigma: float, w: float):
+    """Diagonal compliance ``R = (R_t, R_t, R_n)`` [s/kg] of a contact.
+
+    ``R_n = max(β² w / (4π²), 1 / (Δt k (Δt + τ_d)))``: the compliant value from the stiffness k
+    [N/m] and dissipation time τ_d [s], capped (near-rigid regime) so that the contact's natural period
+    is no shorter than about β·Δt; ``w`` [kg⁻¹] is the Delassus diagonal estimate. ``R_t = σ w``."""
+    r_n = wp.max(beta * beta * w / TWO_PI_SQ, 1.0 / (dt * stiffness * (dt + dissipation_time)))
+    r_t = sigma * w
+    return wp.vec3(r_t, r_t, r_n)
+
+
+@wp.func
+def contact_bias_velocity(phi0: float, dt: float, dissipation_time: float):
+    """Bias velocity ``v̂ = (0, 0, −φ0 / (Δt + τ_d))`` [m/s] of a contact with signed distance φ0 [m]."""
+    return wp.vec3(0.0, 0.0, -phi0 / (dt + dissipation_time))
+
+
+@wp.func
+def friction_cone_impulse(v_c: wp.vec3, v_hat: wp.vec3, R: wp.vec3, mu: float):
+    """Impulse γ [N·s], Hessian ``G = −∂γ/∂v_c`` [kg] and cost ℓ [J] of one contact (see module)."""
+    y = wp.cw_div(v_hat - v_c, R)
+    y_t = wp.vec2(y[0], y[1])
+    y_n = y[2]
+    y_r = wp.sqrt(wp.dot(y_t, y_t) + SOFT_NORM_EPS * SOFT_NORM_EPS)
+    R_inv = wp.vec3(1.0 / R[0], 1.0 / R[1], 1.0 / R[2])
+    gamma = wp.vec3(0.0)
+    G = wp.mat33(0.0)
+    if mu <= 0.0:
+        if y_n > 0.0:  # frictionless: only the normal impulse, γ_n = y_n
+            gamma = wp.vec3(0.0, 0.0, y_n)
+            G[2, 2] = R_inv[2]
+    elif y_r <= mu * y_n:  # stiction
+        gamma = y
+        G = wp.diag(R_inv)
+    else:
+        mu_hat = mu * R[0] / R[2]
+        if y_n > -mu_hat * y_r:  # sliding
+            f = 1.0 / (1.0 + mu * mu_hat)
+            t = y_t / y_r
+            g_n = f * (y_n + mu_hat * y_r)
+            g_t = mu * g_n * t
+            gamma = wp.vec3(g_t[0], g_t[1], g_n)
+            # dP/dy, then G = dP/dy · diag(R⁻¹)
+            P = wp.outer(t, t)
+            P_perp = wp.identity(n=2, dtype=float) - P
+            dgt_dyt = mu * (g_n / y_r * P_perp + mu_hat * f * P)
+            dgt_dyn = mu * f * t
+            dgn_dyt = mu_hat * f * t
+            for a in range(2):
+                for b in range(2):
+                    G[a, b] = dgt_dyt[a, b] * R_inv[b]
+                G[a, 2] = dgt_dyn[a] * R_inv[2]
+                G[2, a] = dgn_dyt[a] * R_inv[a]
+            G[2, 2] = f * R_inv[2]
+    cost = 0.5 * (R[0] * gamma[0] * gamma[0] + R[1] * gamma[1] * gamma[1] + R[2] * gamma[2] * gamma[2])
+    return gamma, G, cost

@@ -1,0 +1,117 @@
+"""The friction-cone constraint against SAP.md's known answers and finite differences of its cost."""
+
+import numpy as np
+import pytest
+import warp as wp
+
+from newton_sap.constraints.friction_cone import contact_bias_velocity, contact_compliance, friction_cone_impulse
+
+# SAP.md §3 known-answer parameters
+MU, K, TAU_D, BETA, SIGMA, DT, W, PHI0 = 0.5, 3e5, 0.02, 1.0, 1e-3, 0.01, 1.0, -2.5e-3
+
+
+@wp.kernel
+def _evaluate(
+    v_c: wp.array(dtype=wp.vec3),
+    v_hat: wp.array(dtype=wp.vec3),
+    R: wp.array(dtype=wp.vec3),
+    mu: wp.array(dtype=float),
+    gamma_out: wp.array(dtype=wp.vec3),
+    G_out: wp.array(dtype=wp.mat33),
+    cost_out: wp.array(dtype=float),
+):
+    i = wp.tid()
+    g, G, c = friction_cone_impulse(v_c[i], v_hat[i], R[i], mu[i])
+    gamma_out[i] = g
+    G_out[i] = G
+    cost_out[i] = c
+
+
+@wp.kernel
+def _parameters(R_out: wp.array(dtype=wp.vec3), v_hat_out: wp.array(dtype=wp.vec3)):
+    R_out[0] = contact_compliance(K, TAU_D, DT, BETA, SIGMA, W)
+    v_hat_out[0] = contact_bias_velocity(PHI0, DT, TAU_D)
+
+
+def evaluate(v_c, v_hat, R, mu):
+    n = len(v_c)
+    out = wp.zeros(n, dtype=wp.vec3), wp.zeros(n, dtype=wp.mat33), wp.zeros(n, dtype=float)
+    arrays = [wp.array(np.asarray(x, np.float32), dtype=wp.vec3) for x in (v_c, v_hat, R)]
+    wp.launch(_evaluate, dim=n, inputs=[*arrays, wp.array(np.asarray(mu, np.float32))], outputs=list(out))
+    return [o.numpy().astype(np.float64) for o in out]
+
+
+def known_parameters():
+    R, v_hat = wp.zeros(1, dtype=wp.vec3), wp.zeros(1, dtype=wp.vec3)
+    wp.launch(_parameters, dim=1, outputs=[R, v_hat])
+    return R.numpy()[0], v_hat.numpy()[0]
+
+
+def test_parameters_match_known_values():
+    R, v_hat = known_parameters()
+    assert np.allclose(R, [1e-3, 1e-3, 0.025330], rtol=1e-4)  # the near-rigid clamp is active on R_n
+    assert np.allclose(v_hat, [0.0, 0.0, 0.083333], rtol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "v_c,expected",
+    [
+        ((1e-4, 0.0, -0.1), (-0.1, 0.0, 7.23771)),
+        ((0.1, 0.0, -0.1), (-4.560802, 0.0, 9.121604)),
+        ((0.1, -0.2, -0.1), (-2.579899, 5.159798, 11.537659)),
+        ((0.1, 0.0, 0.1), (-0.651543, 0.0, 1.303086)),
+        ((-0.1, 0.1, 0.2), (0.0, 0.0, 0.0)),
+    ],
+)
+def test_projection_known_answers(v_c, expected):
+    R, v_hat = known_parameters()
+    gamma, _, _ = evaluate([v_c], [v_hat], [R], [MU])
+    assert np.allclose(gamma[0], expected, rtol=1e-5, atol=1e-6)
+
+
+def random_cases(region, n, rng):
+    """Contact velocities that land well inside one region (so finite differences stay in it)."""
+    R = np.array([1e-3, 1e-3, 0.0253])
+    v_hat = np.array([0.0, 0.0, 0.0833])
+    cases = []
+    while len(cases) < n:
+        v = rng.uniform([-0.3, -0.3, -0.3], [0.3, 0.3, 0.3])
+        mu = rng.uniform(0.1, 1.0)
+        y = (v_hat - v) / R
+        y_r = np.linalg.norm(y[:2])
+        mu_hat = mu * R[0] / R[2]
+        margin = 0.05 * (abs(y[2]) + y_r)
+        if region == "stiction" and y_r < mu * y[2] - margin:
+            cases.append((v, mu))
+        elif region == "sliding" and -mu_hat * y_r + margin < y[2] < y_r / mu - margin and y_r > 10.0:
+            cases.append((v, mu))
+        elif region == "separation" and y[2] < -mu_hat * y_r - margin:
+            cases.append((v, mu))
+        elif region == "frictionless" and y[2] > margin:
+            cases.append((v, 0.0))
+    return cases, R, v_hat
+
+
+@pytest.mark.parametrize("region", ["stiction", "sliding", "separation", "frictionless"])
+def test_impulse_and_hessian_are_derivatives_of_the_cost(region):
+    """γ = −∂ℓ/∂v_c and G = −∂γ/∂v_c by central differences (float32 kernels, relative step 1e-3)."""
+    rng = np.random.default_rng({"stiction": 1, "sliding": 2, "separation": 3, "frictionless": 4}[region])
+    cases, R, v_hat = random_cases(region, 20, rng)
+    if region == "stiction":
+        cases = [(v * 0.05, mu) for v, mu in cases]  # small slip stays in stiction
+    h = 1e-4
+    for v, mu in cases:
+        probes = [v]
+        for k in range(3):
+            e = np.zeros(3)
+            e[k] = h
+            probes += [v + e, v - e]
+        gamma, G, cost = evaluate(probes, [v_hat] * 7, [R] * 7, [mu] * 7)
+        fd_gamma = np.array([-(cost[1 + 2 * k] - cost[2 + 2 * k]) / (2 * h) for k in range(3)])
+        fd_G = np.stack([-(gamma[1 + 2 * k] - gamma[2 + 2 * k]) / (2 * h) for k in range(3)], axis=1)
+        scale_g = max(np.abs(gamma[0]).max(), 1.0)
+        scale_G = max(np.abs(G[0]).max(), 1.0)
+        assert np.abs(fd_gamma - gamma[0]).max() < 2e-2 * scale_g, (region, v, mu)
+        assert np.abs(fd_G - G[0]).max() < 2e-2 * scale_G, (region, v, mu)
+        assert np.allclose(G[0], G[0].T, atol=1e-3 * scale_G)  # symmetric
+        assert np.linalg.eigvalsh(0.5 * (G[0] + G[0].T)).min() > -1e-3 * scale_G  # PSD
