@@ -17,8 +17,10 @@ import warp as wp
 
 from . import dynamics, factorization, integration, kinematics
 from .conventions import free_joint_velocity_map
+from .options import SapOptions
+from .sap import SapSolver
 from .spatial import Inertia10
-from .topology import JOINT_DISTANCE, JOINT_FREE, build_topology, to_device
+from .topology import JOINT_DISTANCE, JOINT_FREE, ModelError, build_topology, to_device
 
 
 @dataclass
@@ -26,16 +28,19 @@ class SolverStats:
     """Per-world results of the last step, NumPy arrays of length ``world_count``.
 
     Attributes:
-        iterations: Newton iterations of the SAP solve (0: a step without constraints needs none).
-        residual: Final scaled optimality residual of the SAP solve (0 without constraints).
+        iterations: Newton iterations of the SAP solve (0: a world without constraints needs none
+            in the v* mode).
+        residual: Last scaled optimality residual ``‖D ∇ℓ‖`` of the SAP solve.
         converged: False where the world failed (non-finite state or result) or did not converge.
         failed: True where the world produced a non-finite velocity; other worlds are unaffected.
+        num_contacts: Contacts of the world that entered the SAP problem.
     """
 
     iterations: np.ndarray
     residual: np.ndarray
     converged: np.ndarray
     failed: np.ndarray
+    num_contacts: np.ndarray
 
 
 @dataclass
@@ -71,28 +76,26 @@ class SolverSAP(newton.solvers.SolverBase):
     REVOLUTE, PRISMATIC, BALL, FREE, FIXED, D6 and DISTANCE (stepped as FREE) joints; any number of
     (also different) worlds in one model. Joint damping and joint stiffness (toward
     ``joint_rest_q``, scalar coordinates) are implicit (``A = M + Δt·D + Δt²·K``), armature joins the
-    mass matrix; gravity, Coriolis, ``Control.joint_f`` and ``State.body_f`` are explicit.
-    **Contacts are accepted but not used yet** (the SAP contact solve is the next stage): bodies
-    pass through each other and through the ground.
+    mass matrix; gravity, Coriolis, ``Control.joint_f`` and ``State.body_f`` are explicit. Contacts
+    from Newton's collision pipeline enter one convex SAP problem per world (regularized friction
+    cones), solved by Newton's method with an exact line search.
 
     Args:
         model: The Newton model to simulate.
-        dense_max_dofs: Trees with at most this many dofs use a dense tile Cholesky of their mass
-            matrix; larger trees use the level-parallel sparse LDLᵀ. Default 64.
+        **options: Keyword options, see :class:`~newton_sap.options.SapOptions` (units and defaults).
     """
 
-    def __init__(self, model: newton.Model, *, dense_max_dofs: int = 64):
+    def __init__(self, model: newton.Model, **options):
         super().__init__(model)
-        if dense_max_dofs < 0:
-            raise ValueError(f"dense_max_dofs must be >= 0, got {dense_max_dofs}")
-        self.dense_max_dofs = int(dense_max_dofs)
+        self.options = SapOptions(**options)
         self._build()
 
     # ------------------------------------------------------------------ set-up
     def _build(self) -> None:
         model = self.model
         device = model.device
-        self.topology = build_topology(model, self.dense_max_dofs)
+        _validate_materials(model, self.options)
+        self.topology = build_topology(model, self.options.dense_max_dofs)
         topo = self.topology
         self._topo = to_device(topo, device)
         nb, ndof = max(topo.body_count, 1), max(topo.dof_count, 1)
@@ -130,9 +133,8 @@ class SolverSAP(newton.solvers.SolverBase):
         self._zero_body_f = zeros(nb, wp.spatial_vector)
         self._scratch_body_qd = zeros(nb, wp.spatial_vector)
         self._default_control = model.control(clone_variables=False)
-        self._dof_tree_world = wp.array(
-            topo.tree_world[topo.dof_tree] if topo.dof_count else np.zeros(1, np.int32), dtype=wp.int32, device=device
-        )
+        self._sap = SapSolver(topo, self._topo, device, self.options)
+        self._sap_ran = False
 
     def notify_model_changed(self, flags: int) -> None:
         """Rebuild every table and buffer from the model (topology, masses, axes may all have changed)."""
@@ -142,13 +144,27 @@ class SolverSAP(newton.solvers.SolverBase):
     def step(self, state_in, state_out, control, contacts, dt: float) -> None:
         """Advance ``state_in`` by ``dt`` [s] into ``state_out`` (Newton's public convention).
 
-        ``contacts`` is accepted for the Newton solver interface and not used yet."""
+        ``contacts``: Newton's ``Contacts`` from ``CollisionPipeline.collide(state_in, contacts)``, or
+        None. Per-contact forces are written to ``contacts.rigid_contact_force`` [N] (on shape 1)."""
         dt = self._check_dt(dt)
         control = control if control is not None else self._default_control
+        momentum = self.options.momentum_mode
         self._dynamics(state_in, control.joint_f, state_in.body_f, dt, passive=1, include_external=1)
-        self._free_motion(dt)
-        self._flag_failed_worlds()
-        self._integrate(state_in, state_out, dt)
+        if not momentum:
+            self._free_motion(dt)
+        self._sap_ran = contacts is not None or momentum
+        v = self._v_star
+        if self._sap_ran:
+            self._sap.setup_contacts(self.model, contacts, self._body_q, self._dof_S, self._rows, dt)
+            v = self._sap.solve(self._rows, self._v0, self._v_star, self._tau, dt)
+            self._sap.write_contact_forces(contacts, dt)
+        self._flag_failed_worlds(v)
+        self._integrate(state_in, state_out, dt, v)
+        if self.options.raise_on_nonconvergence:
+            stats = self.stats
+            if not stats.converged.all():
+                bad = np.nonzero(~stats.converged)[0]
+                raise RuntimeError(f"SAP did not converge in worlds {bad.tolist()} (residuals {stats.residual[bad]})")
 
     def _check_dt(self, dt: float) -> float:
         dt = float(dt)
@@ -261,18 +277,18 @@ class SolverSAP(newton.solvers.SolverBase):
                 device=device,
             )
 
-    def _flag_failed_worlds(self) -> None:
+    def _flag_failed_worlds(self, v) -> None:
         self._world_failed.zero_()
         if self.topology.dof_count:
             wp.launch(
                 _flag_nonfinite,
                 dim=self.topology.dof_count,
-                inputs=[self._dof_tree_world, self._v_star],
+                inputs=[self._topo.dof_world, v],
                 outputs=[self._world_failed],
                 device=self.model.device,
             )
 
-    def _integrate(self, state_in, state_out, dt: float) -> None:
+    def _integrate(self, state_in, state_out, dt: float, v) -> None:
         model = self.model
         if model.joint_count:
             wp.launch(
@@ -280,7 +296,7 @@ class SolverSAP(newton.solvers.SolverBase):
                 dim=model.joint_count,
                 inputs=[model.joint_type, model.joint_q_start, model.joint_qd_start, model.joint_dof_dim,
                         self._topo.joint_dof_internal_start, model.joint_child, model.joint_X_c, model.body_com, dt,
-                        state_in.joint_q, self._v0, self._v_star],
+                        state_in.joint_q, self._v0, v],
                 outputs=[state_out.joint_q, state_out.joint_qd],
                 device=model.device,
             )  # fmt: skip
@@ -293,11 +309,21 @@ class SolverSAP(newton.solvers.SolverBase):
         """Per-world results of the last step (see :class:`SolverStats`)."""
         failed = self._world_failed.numpy().astype(bool)
         nw = self.topology.world_count
+        if not self._sap_ran:
+            return SolverStats(
+                iterations=np.zeros(nw, np.int32),
+                residual=np.zeros(nw, np.float64),
+                converged=~failed,
+                failed=failed,
+                num_contacts=np.zeros(nw, np.int32),
+            )
+        sap = self._sap
         return SolverStats(
-            iterations=np.zeros(nw, np.int32),
-            residual=np.zeros(nw, np.float64),
-            converged=~failed,
+            iterations=sap.world_iterations.numpy().copy(),
+            residual=sap.world_residual.numpy().astype(np.float64),
+            converged=sap.world_converged.numpy().astype(bool) & ~failed,
             failed=failed,
+            num_contacts=sap.world_contact_count.numpy().copy(),
         )
 
     def snapshot(self, state, control=None, dt: float = 1e-3) -> SapSnapshot:
@@ -378,6 +404,25 @@ class SolverSAP(newton.solvers.SolverBase):
             snap.v_star.append(Tm @ v_star_int[s:e])
             snap.dof_start.append(pub0)
         return snap
+
+
+def _validate_materials(model: newton.Model, options: SapOptions) -> None:
+    """Shape materials the contact model reads must be physical; the error names the shape."""
+    if model.shape_count == 0:
+        return
+    labels = list(model.shape_label)
+    ke = model.shape_material_ke.numpy()
+    kd = model.shape_material_kd.numpy()
+    mu = model.shape_material_mu.numpy()
+    for s in range(model.shape_count):
+        name = f"shape {s} ('{labels[s] if s < len(labels) else s}')"
+        if not mu[s] >= 0.0:
+            raise ModelError(f"{name} has negative friction coefficient {mu[s]}")
+        uses_ke = options.contact_stiffness is None or options.contact_dissipation_time is None
+        if uses_ke and not ke[s] > 0.0:
+            raise ModelError(f"{name} has contact stiffness shape_material_ke = {ke[s]} [N/m]; it must be > 0")
+        if options.contact_dissipation_time is None and not kd[s] >= 0.0:
+            raise ModelError(f"{name} has negative contact damping shape_material_kd = {kd[s]}")
 
 
 def _free_joint_com_in_parent(body_q, body_com, parent, child, X_p, X_c) -> np.ndarray:

@@ -92,6 +92,9 @@ class Topology:
     tree_is_dense: np.ndarray  # [tree] bool: dense Cholesky (True) or sparse LDLᵀ
     # worlds
     world_dof_start: np.ndarray  # [world + 1] internal dof range of each world
+    dof_world: np.ndarray  # [dof] world of the dof
+    body_last_dof: np.ndarray  # [body] last internal dof on the path root..body, -1 if none (static)
+    max_chain: int  # longest dof chain (max depth + 1): bounds one body's Jacobian entries
     # FK branches
     branch_start: np.ndarray  # [branch + 1] offsets into branch_joints
     branch_joints: np.ndarray  # joints of each branch, root first
@@ -103,6 +106,11 @@ class Topology:
     dense_size: int = 0
     # sparse path: dofs of sparse trees grouped by chain depth
     sparse_dof_levels: list[np.ndarray] = field(default_factory=list)
+    # SAP: dense per-world matrices grouped by world size
+    world_buckets: dict[int, np.ndarray] = field(default_factory=dict)  # size n -> world ids
+    world_bucket_offset: dict[int, int] = field(default_factory=dict)  # size n -> offset in world storage
+    world_dense_offset: np.ndarray | None = None  # [world] offset of its n×n block, -1 if it has no dofs
+    world_dense_size: int = 0
 
     @property
     def tree_count(self) -> int:
@@ -277,6 +285,19 @@ def build_topology(model: newton.Model, dense_max_dofs: int = 64) -> Topology:
         world_dof_start[tree_world[t] + 1] += tree_dof_count_a[t]
     world_dof_start = np.cumsum(world_dof_start).astype(np.int32)
 
+    # dense per-world blocks (the SAP Hessian couples the trees of a world through contacts)
+    world_dof_count = np.diff(world_dof_start)
+    world_buckets: dict[int, np.ndarray] = {}
+    world_bucket_offset: dict[int, int] = {}
+    world_dense_offset = np.full(world_count, -1, np.int64)
+    woffset = 0
+    for n in sorted({int(n) for n in world_dof_count if n > 0}):
+        worlds = np.nonzero(world_dof_count == n)[0].astype(np.int32)
+        world_buckets[n] = worlds
+        world_bucket_offset[n] = woffset
+        world_dense_offset[worlds] = woffset + np.arange(len(worlds)) * n * n
+        woffset += len(worlds) * n * n
+
     # --- FK branches: root-to-leaf joint paths ----------------------------------------------------
     branch_joints, branch_start = [], [0]
     for b in order:
@@ -337,6 +358,13 @@ def build_topology(model: newton.Model, dense_max_dofs: int = 64) -> Topology:
         dense_bucket_offset=dense_bucket_offset,
         dense_size=offset,
         sparse_dof_levels=sparse_dof_levels,
+        dof_world=tree_world[dof_tree_a] if ndof else np.zeros(0, np.int32),
+        body_last_dof=last_dof_of_body.astype(np.int32),
+        max_chain=int(dof_depth_a.max()) + 1 if ndof else 0,
+        world_buckets=world_buckets,
+        world_bucket_offset=world_bucket_offset,
+        world_dense_offset=world_dense_offset.astype(np.int32),
+        world_dense_size=woffset,
     )
     _check_dof_inertia(topo, mass, inertia, armature, children, joint_labels)
     return topo
@@ -405,6 +433,7 @@ class DeviceTopology:
     body_levels: list[wp.array]
     sparse_dof_levels: list[wp.array]
     dense_buckets: dict[int, wp.array]
+    world_buckets: dict[int, wp.array]
 
     def __getattr__(self, name):
         try:
@@ -419,7 +448,8 @@ def to_device(topo: Topology, device) -> DeviceTopology:
         "body_joint", "body_parent", "body_tree", "body_world", "joint_dof_internal_start",
         "dof_public", "dof_joint", "dof_body", "dof_parent", "dof_depth", "dof_tree", "dof_row_start",
         "dof_dense_offset", "dof_local", "dof_coord", "tree_dof_start", "tree_dof_count", "tree_world",
-        "tree_body_start", "tree_bodies", "world_dof_start", "branch_start", "branch_joints",
+        "tree_body_start", "tree_bodies", "world_dof_start", "branch_start", "branch_joints", "body_last_dof",
+        "world_dense_offset", "dof_world",
     ]  # fmt: skip
     arrays = {
         n: wp.array(np.ascontiguousarray(getattr(topo, n), dtype=np.int32), dtype=wp.int32, device=device)
@@ -430,4 +460,5 @@ def to_device(topo: Topology, device) -> DeviceTopology:
         body_levels=[wp.array(lvl, dtype=wp.int32, device=device) for lvl in topo.body_levels],
         sparse_dof_levels=[wp.array(lvl, dtype=wp.int32, device=device) for lvl in topo.sparse_dof_levels],
         dense_buckets={n: wp.array(t, dtype=wp.int32, device=device) for n, t in topo.dense_buckets.items()},
+        world_buckets={n: wp.array(w, dtype=wp.int32, device=device) for n, w in topo.world_buckets.items()},
     )

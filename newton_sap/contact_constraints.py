@@ -1,0 +1,174 @@
+"""Contact constraint rows from Newton's ``Contacts`` (SAP.md §3-§4), frozen at ``q0`` for a step.
+
+Per contact slot (one thread each, ``slot < rigid_contact_count``):
+
+* bodies and world from the two shapes (``shape_body``; -1 or a static body: no dofs);
+* the signed distance ``φ0 = n·(p1 − p0) − (r0 + r1)`` [m] between the shapes' surfaces, from the
+  body-frame points, the normal (shape 0 → shape 1) and the effective radii (Newton's
+  ``rigid_contact_margin`` less the artificial ``shape_margin``); contacts inside the detection gap
+  (φ0 > 0) are kept;
+* the contact frame ``R_WC = [t1 t2 n]`` and point ``p`` (midway between the two surfaces);
+* the Jacobian ``v_c = R_WCᵀ (v_1(p) − v_0(p))`` as sparse entries (dof, 3-vector): for each dof k on
+  the chain of body 1 (+) and body 0 (−), ``J_k = ± R_WCᵀ (v_k + ω_k × (p − p_Ck))`` with ``S_k =
+  [ω_k; v_k]`` at its child origin ``p_Ck``;
+* the Delassus estimate ``w = ‖Σ_k J_k J_kᵀ / A_kk‖_F / 3`` [kg⁻¹], the compliance R, the bias
+  velocity v̂ and the friction coefficient μ from the pair's materials (or the solver's overrides).
+"""
+
+import warp as wp
+
+from .constraints.friction_cone import contact_bias_velocity, contact_compliance
+
+
+@wp.func
+def contact_frame(n: wp.vec3):
+    """Rotation ``R_WC`` whose columns are two unit tangents and the unit normal ``n`` (last)."""
+    a = wp.vec3(1.0, 0.0, 0.0)
+    if wp.abs(n[0]) > 0.8:
+        a = wp.vec3(0.0, 1.0, 0.0)
+    t1 = wp.normalize(wp.cross(a, n))
+    t2 = wp.cross(n, t1)
+    return wp.matrix_from_cols(t1, t2, n)
+
+
+@wp.func
+def pair_parameters(
+    shape0: int,
+    shape1: int,
+    shape_ke: wp.array(dtype=float),
+    shape_kd: wp.array(dtype=float),
+    shape_mu: wp.array(dtype=float),
+    stiffness_override: float,
+    dissipation_override: float,
+):
+    """Pair stiffness ``k = kA kB / (kA + kB)`` [N/m], dissipation time ``τ = τA + τB`` [s] with
+    ``τ = kd / ke`` per shape, friction ``μ = 2 μA μB / (μA + μB)``; overrides > 0 (k) or ≥ 0 (τ) win."""
+    kA = shape_ke[shape0]
+    kB = shape_ke[shape1]
+    k = kA * kB / (kA + kB)
+    tau = shape_kd[shape0] / kA + shape_kd[shape1] / kB
+    if stiffness_override > 0.0:
+        k = stiffness_override
+    if dissipation_override >= 0.0:
+        tau = dissipation_override
+    muA = shape_mu[shape0]
+    muB = shape_mu[shape1]
+    mu = float(0.0)
+    if muA + muB > 0.0:
+        mu = 2.0 * muA * muB / (muA + muB)
+    return k, tau, mu
+
+
+@wp.kernel
+def contact_rows(
+    # model
+    shape_body: wp.array(dtype=wp.int32),
+    shape_margin: wp.array(dtype=float),
+    shape_ke: wp.array(dtype=float),
+    shape_kd: wp.array(dtype=float),
+    shape_mu: wp.array(dtype=float),
+    body_tree: wp.array(dtype=wp.int32),
+    body_world: wp.array(dtype=wp.int32),
+    body_last_dof: wp.array(dtype=wp.int32),
+    dof_parent: wp.array(dtype=wp.int32),
+    dof_body: wp.array(dtype=wp.int32),
+    dof_row_start: wp.array(dtype=wp.int32),
+    # options
+    stiffness_override: float,
+    dissipation_override: float,
+    beta: float,
+    sigma: float,
+    dt: float,
+    # inputs
+    contact_count: wp.array(dtype=wp.int32),
+    contact_shape0: wp.array(dtype=wp.int32),
+    contact_shape1: wp.array(dtype=wp.int32),
+    contact_point0: wp.array(dtype=wp.vec3),
+    contact_point1: wp.array(dtype=wp.vec3),
+    contact_normal: wp.array(dtype=wp.vec3),
+    contact_margin0: wp.array(dtype=float),
+    contact_margin1: wp.array(dtype=float),
+    body_q: wp.array(dtype=wp.transform),
+    dof_S: wp.array(dtype=wp.spatial_vector),
+    A_rows: wp.array(dtype=float),
+    # outputs
+    c_world_out: wp.array(dtype=wp.int32),
+    c_frame_out: wp.array(dtype=wp.mat33),
+    c_R_out: wp.array(dtype=wp.vec3),
+    c_vhat_out: wp.array(dtype=wp.vec3),
+    c_mu_out: wp.array(dtype=float),
+    c_phi_out: wp.array(dtype=float),
+    c_nnz_out: wp.array(dtype=wp.int32),
+    c_dof_out: wp.array2d(dtype=wp.int32),
+    c_J_out: wp.array2d(dtype=wp.vec3),
+    world_contact_count: wp.array(dtype=wp.int32),
+):
+    """One contact's rows (see module doc); ``c_world_out = -1`` marks an unused slot."""
+    c = wp.tid()
+    c_world_out[c] = -1
+    c_nnz_out[c] = 0
+    if c >= contact_count[0]:
+        return
+    s0 = contact_shape0[c]
+    s1 = contact_shape1[c]
+    if s0 < 0 or s1 < 0:
+        return
+    b0 = shape_body[s0]
+    b1 = shape_body[s1]
+    d0 = int(-1)
+    d1 = int(-1)
+    world = int(-1)
+    X0 = wp.transform_identity()
+    X1 = wp.transform_identity()
+    if b0 >= 0:
+        X0 = body_q[b0]
+        d0 = body_last_dof[b0]
+        if body_tree[b0] >= 0:
+            world = body_world[b0]
+    if b1 >= 0:
+        X1 = body_q[b1]
+        d1 = body_last_dof[b1]
+        if body_tree[b1] >= 0:
+            world = body_world[b1]
+    if d0 < 0 and d1 < 0:
+        return  # both sides immovable
+
+    n = wp.normalize(contact_normal[c])
+    r0 = contact_margin0[c] - shape_margin[s0]
+    r1 = contact_margin1[c] - shape_margin[s1]
+    p0 = wp.transform_point(X0, contact_point0[c])
+    p1 = wp.transform_point(X1, contact_point1[c])
+    phi0 = wp.dot(n, p1 - p0) - (r0 + r1)
+    p = 0.5 * ((p0 + r0 * n) + (p1 - r1 * n))
+    R_WC = contact_frame(n)
+    R_CW = wp.transpose(R_WC)
+
+    # Jacobian entries along both chains, and the Delassus estimate from diag(A)
+    W = wp.mat33(0.0)
+    e = int(0)
+    for side in range(2):
+        k = d1
+        sign = float(1.0)
+        if side == 1:
+            k = d0
+            sign = -1.0
+        while k >= 0:
+            S = dof_S[k]
+            p_C = wp.transform_get_translation(body_q[dof_body[k]])
+            Jk = sign * (R_CW * (wp.spatial_bottom(S) + wp.cross(wp.spatial_top(S), p - p_C)))
+            c_dof_out[c, e] = k
+            c_J_out[c, e] = Jk
+            W += wp.outer(Jk, Jk) / A_rows[dof_row_start[k]]
+            e += 1
+            k = dof_parent[k]
+    w = wp.sqrt(wp.ddot(W, W)) / 3.0
+
+    k_pair, tau, mu = pair_parameters(s0, s1, shape_ke, shape_kd, shape_mu, stiffness_override, dissipation_override)
+    c_world_out[c] = world
+    c_frame_out[c] = R_WC
+    c_R_out[c] = contact_compliance(k_pair, tau, dt, beta, sigma, w)
+    c_vhat_out[c] = contact_bias_velocity(phi0, dt, tau)
+    c_mu_out[c] = mu
+    c_phi_out[c] = phi0
+    c_nnz_out[c] = e
+    wp.atomic_add(world_contact_count, world, 1)

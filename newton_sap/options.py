@@ -1,0 +1,66 @@
+"""Options of :class:`~newton_sap.SolverSAP`, validated once at construction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_CONTACT_STIFFNESS = 1.0e6
+"""[N/m]. Newton's default material (ke = 2.5e3) is tuned for penalty solvers and lets robots sink by
+centimetres; with 1e6 a humanoid or quadruped stands within a millimetre (the near-rigid clamp of
+SAP.md §2 keeps the problem well conditioned however stiff k is)."""
+DEFAULT_CONTACT_DISSIPATION_TIME = 0.02
+"""[s] Kelvin–Voigt dissipation time scale τ_d of every contact (damping ``d = τ_d k``)."""
+
+
+@dataclass(frozen=True)
+class SapOptions:
+    """Solver options (keyword arguments of :class:`~newton_sap.SolverSAP`).
+
+    Attributes:
+        momentum_mode: Solve the momentum form ``½ (v − v0)ᵀA(v − v0) − Δt τᵀ(v − v0) + Σ ℓ_c``
+            (A never factored on its own, v* never formed) instead of the v* form.
+        line_search: ``"exact"`` (root of dℓ/dα) or ``"backtracking"`` (Armijo).
+        rel_tolerance: ε_r of the optimality criterion ``‖D∇ℓ‖ ≤ ε_a + ε_r max(‖DAv‖, ‖DJᵀγ‖)``.
+        abs_tolerance: ε_a of the same criterion.
+        max_iterations: Newton iterations per step before a world is marked not converged.
+        contact_stiffness: Contact stiffness k [N/m] of every pair; None uses the shapes'
+            ``shape_material_ke`` (combined in series).
+        contact_dissipation_time: Dissipation time scale τ_d [s] of every pair; None uses
+            ``shape_material_kd / shape_material_ke`` of each shape (summed).
+        near_rigid_threshold: β of the near-rigid regime (0: purely compliant contact).
+        friction_regularization: σ: regularized friction slips by about ``σ Δt g`` when sticking.
+        dense_max_dofs: Trees up to this many dofs factor their mass matrix densely (tiles), larger
+            ones with the level-parallel sparse LDLᵀ.
+        raise_on_nonconvergence: Raise ``RuntimeError`` after a step in which a world did not
+            converge, instead of flagging it in ``stats``.
+    """
+
+    momentum_mode: bool = False
+    line_search: str = "exact"
+    rel_tolerance: float = 1.0e-6
+    abs_tolerance: float = 1.0e-14
+    max_iterations: int = 100
+    contact_stiffness: float | None = DEFAULT_CONTACT_STIFFNESS
+    contact_dissipation_time: float | None = DEFAULT_CONTACT_DISSIPATION_TIME
+    near_rigid_threshold: float = 1.0
+    friction_regularization: float = 1.0e-3
+    dense_max_dofs: int = 64
+    raise_on_nonconvergence: bool = False
+
+    def __post_init__(self):
+        if self.line_search not in ("exact", "backtracking"):
+            raise ValueError(f"line_search must be 'exact' or 'backtracking', got {self.line_search!r}")
+        if not self.rel_tolerance >= 0.0 or not self.abs_tolerance >= 0.0:
+            raise ValueError("rel_tolerance and abs_tolerance must be >= 0")
+        if self.max_iterations < 1:
+            raise ValueError(f"max_iterations must be >= 1, got {self.max_iterations}")
+        if self.contact_stiffness is not None and not self.contact_stiffness > 0.0:
+            raise ValueError(f"contact_stiffness must be > 0 [N/m] or None, got {self.contact_stiffness}")
+        if self.contact_dissipation_time is not None and not self.contact_dissipation_time >= 0.0:
+            raise ValueError(f"contact_dissipation_time must be >= 0 [s] or None, got {self.contact_dissipation_time}")
+        if not self.near_rigid_threshold >= 0.0:
+            raise ValueError(f"near_rigid_threshold must be >= 0, got {self.near_rigid_threshold}")
+        if not self.friction_regularization > 0.0:
+            raise ValueError(f"friction_regularization must be > 0, got {self.friction_regularization}")
+        if self.dense_max_dofs < 0:
+            raise ValueError(f"dense_max_dofs must be >= 0, got {self.dense_max_dofs}")

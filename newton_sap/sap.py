@@ -1,0 +1,668 @@
+"""The SAP problem of one step and Newton's method on it (SAP.md §1, §6), per world.
+
+Unknown: the next generalized velocity ``v`` (internal convention). Objective, with ``A``, the
+constraint Jacobians and parameters frozen at ``q0``:
+
+    v* mode:        ℓ(v) = ½ (v − v*)ᵀ A (v − v*)                    + Σ_c ℓ_c(J_c v)
+    momentum mode:  ℓ(v) = ½ (v − v0)ᵀ A (v − v0) − Δt τᵀ (v − v0)    + Σ_c ℓ_c(J_c v)
+
+Both are ``ℓ_A(v) = ½ (v − v_ref)ᵀ A (v − v_ref) − m Δt τᵀ (v − v_ref)`` with ``v_ref = v*, m = 0`` or
+``v_ref = v0, m = 1``: same minimizer, gradient ``∇ℓ = A (v − v_ref) − m Δt τ − Jᵀγ`` and Hessian
+``H = A + Jᵀ G J``.
+
+Each Newton iteration (all worlds at once; a converged world stops):
+
+1. ``contact_eval``: ``v_c = J v``, ``γ, G, ℓ_c``; accumulate ``Jᵀγ`` and ``Jᵀ G J`` into the world's
+   dense Hessian (initialized to A).
+2. ``gradient`` and ``check_convergence``: ``‖D ∇ℓ‖ ≤ ε_a + ε_r max(‖D A v‖, ‖D Jᵀγ‖)`` with
+   ``D = diag(A)^-½``, or the cost criterion of the last line search.
+3. ``Δv = −H⁻¹ ∇ℓ`` by a dense tile Cholesky per world size.
+4. ``line_search``: exact (root of ``dℓ/dα`` on [0, α_max] by safeguarded Newton) or backtracking
+   (Armijo), then ``v += α Δv``.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import warp as wp
+
+from .constraints.friction_cone import friction_cone_impulse
+from .contact_constraints import contact_rows
+
+ALPHA_MAX = 1.5
+"""Largest line-search step (SAP.md §6)."""
+LINE_SEARCH_MAX_ITERATIONS = 40
+LINE_SEARCH_REL_TOLERANCE = 1.0e-8
+"""Exact line search stops at ``|dℓ/dα| < tol · |dℓ/dα(0)|``."""
+ARMIJO_C = 1.0e-4
+BACKTRACKING_RHO = 0.8
+COST_ABS_TOLERANCE = 1.0e-30
+COST_REL_TOLERANCE = 1.0e-7
+"""Cost criterion (after a step with α > 0.5): ``|Δℓ| < ε_ac + ε_rc (|ℓ_k+1| + |ℓ_k|) / 2``; ε_rc is
+set near float32 round-off, which bounds what the cost can still tell."""
+
+
+@wp.kernel
+def scatter_world_dense(
+    # model
+    dof_parent: wp.array(dtype=wp.int32),
+    dof_depth: wp.array(dtype=wp.int32),
+    dof_row_start: wp.array(dtype=wp.int32),
+    dof_world: wp.array(dtype=wp.int32),
+    world_dof_start: wp.array(dtype=wp.int32),
+    world_dense_offset: wp.array(dtype=wp.int32),
+    # inputs
+    A_rows: wp.array(dtype=float),
+    # outputs
+    A_world_out: wp.array(dtype=float),
+):
+    """Copy row i of the sparse A into its world's dense n×n block (both triangles); entries
+    between different trees, or branches, stay zero."""
+    i = wp.tid()
+    w = dof_world[i]
+    s = world_dof_start[w]
+    n = world_dof_start[w + 1] - s
+    off = world_dense_offset[w]
+    rs = dof_row_start[i]
+    di = dof_depth[i]
+    j = i
+    while j >= 0:
+        a = A_rows[rs + di - dof_depth[j]]
+        A_world_out[off + (i - s) * n + (j - s)] = a
+        A_world_out[off + (j - s) * n + (i - s)] = a
+        j = dof_parent[j]
+
+
+@wp.kernel
+def init_worlds(
+    # model
+    world_dof_start: wp.array(dtype=wp.int32),
+    # inputs
+    momentum_mode: int,
+    world_contact_count: wp.array(dtype=wp.int32),
+    # outputs
+    world_active_out: wp.array(dtype=wp.int32),
+    world_iterations_out: wp.array(dtype=wp.int32),
+    world_residual_out: wp.array(dtype=float),
+    world_converged_out: wp.array(dtype=wp.int32),
+    world_cost_stalled_out: wp.array(dtype=wp.int32),
+):
+    """A world needs Newton iterations if it has dofs and constraints (v* mode) or dofs (momentum
+    mode); otherwise its answer is ``v*`` with 0 iterations."""
+    w = wp.tid()
+    n = world_dof_start[w + 1] - world_dof_start[w]
+    active = int(0)
+    if n > 0 and (world_contact_count[w] > 0 or momentum_mode == 1):
+        active = 1
+    world_active_out[w] = active
+    world_iterations_out[w] = 0
+    world_residual_out[w] = 0.0
+    world_converged_out[w] = 1
+    world_cost_stalled_out[w] = 0
+
+
+@wp.kernel
+def init_velocity(
+    # model
+    dof_world: wp.array(dtype=wp.int32),
+    # inputs
+    world_active: wp.array(dtype=wp.int32),
+    v0: wp.array(dtype=float),
+    v_star: wp.array(dtype=float),
+    # outputs
+    v_out: wp.array(dtype=float),
+):
+    """Warm start from v0 where Newton iterates, ``v = v*`` where no constraint acts (v* mode)."""
+    i = wp.tid()
+    if world_active[dof_world[i]] == 1:
+        v_out[i] = v0[i]
+    else:
+        v_out[i] = v_star[i]
+
+
+@wp.kernel
+def sort_contacts_by_world(
+    # inputs
+    c_world: wp.array(dtype=wp.int32),
+    world_contact_start: wp.array(dtype=wp.int32),
+    # outputs
+    world_fill: wp.array(dtype=wp.int32),
+    world_contacts_out: wp.array(dtype=wp.int32),
+):
+    """Bucket the active contact slots by world (``world_contact_start`` is the exclusive scan of the
+    per-world counts)."""
+    c = wp.tid()
+    w = c_world[c]
+    if w < 0:
+        return
+    k = wp.atomic_add(world_fill, w, 1)
+    world_contacts_out[world_contact_start[w] + k] = c
+
+
+@wp.kernel
+def contact_eval(
+    # model
+    world_dof_start: wp.array(dtype=wp.int32),
+    world_dense_offset: wp.array(dtype=wp.int32),
+    # inputs
+    world_active: wp.array(dtype=wp.int32),
+    c_world: wp.array(dtype=wp.int32),
+    c_R: wp.array(dtype=wp.vec3),
+    c_vhat: wp.array(dtype=wp.vec3),
+    c_mu: wp.array(dtype=float),
+    c_nnz: wp.array(dtype=wp.int32),
+    c_dof: wp.array2d(dtype=wp.int32),
+    c_J: wp.array2d(dtype=wp.vec3),
+    v: wp.array(dtype=float),
+    # outputs
+    c_vc_out: wp.array(dtype=wp.vec3),
+    c_gamma_out: wp.array(dtype=wp.vec3),
+    c_G_out: wp.array(dtype=wp.mat33),
+    jtg_out: wp.array(dtype=float),
+    H_out: wp.array(dtype=float),
+    world_cost_out: wp.array(dtype=float),
+):
+    """Per contact of an active world: ``v_c = J v``; ``γ, G, ℓ_c``; ``Jᵀγ += ...``,
+    ``H += Jᵀ G J``, world constraint cost ``+= ℓ_c``."""
+    c = wp.tid()
+    w = c_world[c]
+    if w < 0:
+        return
+    if world_active[w] == 0:
+        return
+    nnz = c_nnz[c]
+    vc = wp.vec3(0.0)
+    for e in range(nnz):
+        vc += c_J[c, e] * v[c_dof[c, e]]
+    gamma, G, cost = friction_cone_impulse(vc, c_vhat[c], c_R[c], c_mu[c])
+    c_vc_out[c] = vc
+    c_gamma_out[c] = gamma
+    c_G_out[c] = G
+    wp.atomic_add(world_cost_out, w, cost)
+    s = world_dof_start[w]
+    n = world_dof_start[w + 1] - s
+    off = world_dense_offset[w]
+    for e in range(nnz):
+        Je = c_J[c, e]
+        de = c_dof[c, e]
+        wp.atomic_add(jtg_out, de, wp.dot(Je, gamma))
+        GJe = G * Je
+        for f in range(nnz):
+            wp.atomic_add(H_out, off + (c_dof[c, f] - s) * n + (de - s), wp.dot(c_J[c, f], GJe))
+
+
+@wp.kernel
+def gradient(
+    # model
+    dof_world: wp.array(dtype=wp.int32),
+    world_dof_start: wp.array(dtype=wp.int32),
+    world_dense_offset: wp.array(dtype=wp.int32),
+    # inputs
+    momentum_mode: int,
+    dt: float,
+    world_active: wp.array(dtype=wp.int32),
+    A_world: wp.array(dtype=float),
+    v: wp.array(dtype=float),
+    v_ref: wp.array(dtype=float),
+    tau: wp.array(dtype=float),
+    jtg: wp.array(dtype=float),
+    # outputs
+    grad_out: wp.array(dtype=float),
+    world_norms_out: wp.array(dtype=wp.vec3),
+):
+    """``∇ℓ_i = Σ_j A_ij (v − v_ref)_j − m Δt τ_i − (Jᵀγ)_i``; accumulates the squared scaled norms
+    ``(‖D∇ℓ‖², ‖D A v‖², ‖D Jᵀγ‖²)`` of the world, ``D = diag(A)^-½``."""
+    i = wp.tid()
+    w = dof_world[i]
+    if world_active[w] == 0:
+        return
+    s = world_dof_start[w]
+    n = world_dof_start[w + 1] - s
+    row = world_dense_offset[w] + (i - s) * n
+    Adv = float(0.0)
+    Av = float(0.0)
+    for j in range(n):
+        a = A_world[row + j]
+        Adv += a * (v[s + j] - v_ref[s + j])
+        Av += a * v[s + j]
+    g = Adv - jtg[i]
+    if momentum_mode == 1:
+        g -= dt * tau[i]
+    grad_out[i] = g
+    d2 = 1.0 / A_world[row + (i - s)]
+    wp.atomic_add(world_norms_out, w, wp.vec3(d2 * g * g, d2 * Av * Av, d2 * jtg[i] * jtg[i]))
+
+
+@wp.kernel
+def check_convergence(
+    # inputs
+    iteration: int,
+    max_iterations: int,
+    abs_tolerance: float,
+    rel_tolerance: float,
+    world_norms: wp.array(dtype=wp.vec3),
+    world_cost_stalled: wp.array(dtype=wp.int32),
+    # outputs (read and updated)
+    world_active: wp.array(dtype=wp.int32),
+    world_iterations: wp.array(dtype=wp.int32),
+    world_residual: wp.array(dtype=float),
+    world_converged: wp.array(dtype=wp.int32),
+):
+    """Stop a world at optimality, when the cost no longer changes, or after ``max_iterations``
+    (not converged). NaN residuals never pass, so a broken world ends not converged."""
+    w = wp.tid()
+    if world_active[w] == 0:
+        return
+    norms = world_norms[w]
+    residual = wp.sqrt(norms[0])
+    world_residual[w] = residual
+    world_iterations[w] = iteration
+    if not wp.isfinite(residual):
+        world_active[w] = 0
+        world_converged[w] = 0
+    elif residual <= abs_tolerance + rel_tolerance * wp.max(wp.sqrt(norms[1]), wp.sqrt(norms[2])):
+        world_active[w] = 0
+    elif world_cost_stalled[w] == 1:
+        world_active[w] = 0
+    elif iteration >= max_iterations:
+        world_active[w] = 0
+        world_converged[w] = 0
+
+
+@functools.cache
+def newton_direction_kernel(n: int):
+    """Tile kernel for worlds of ``n`` dofs: ``Δv = −H⁻¹ ∇ℓ`` by a dense Cholesky of H."""
+
+    @wp.kernel(module="unique")
+    def newton_direction(
+        # model
+        bucket_worlds: wp.array(dtype=wp.int32),
+        bucket_dof_start: wp.array(dtype=wp.int32),
+        # inputs
+        world_active: wp.array(dtype=wp.int32),
+        H_blocks: wp.array3d(dtype=float),
+        grad: wp.array(dtype=float),
+        # outputs
+        dv_out: wp.array(dtype=float),
+    ):
+        t = wp.tid()
+        if world_active[bucket_worlds[t]] == 0:
+            return
+        start = bucket_dof_start[t]
+        H = wp.tile_load(H_blocks[t], shape=(n, n))
+        L = wp.tile_cholesky(H)
+        g = wp.tile_load(grad, shape=n, offset=start)
+        dv = wp.tile_cholesky_solve(L, g)
+        wp.tile_store(dv_out, -dv, offset=start)
+
+    return newton_direction
+
+
+@wp.func
+def constraint_slope(
+    alpha: float,
+    begin: int,
+    end: int,
+    world_contacts: wp.array(dtype=wp.int32),
+    c_vc: wp.array(dtype=wp.vec3),
+    c_dvc: wp.array(dtype=wp.vec3),
+    c_vhat: wp.array(dtype=wp.vec3),
+    c_R: wp.array(dtype=wp.vec3),
+    c_mu: wp.array(dtype=float),
+):
+    """Constraint part of ``ℓ(α)``, ``dℓ/dα`` and ``d²ℓ/dα²`` along ``v_c + α Δv_c``."""
+    cost = float(0.0)
+    slope = float(0.0)
+    curvature = float(0.0)
+    for k in range(begin, end):
+        c = world_contacts[k]
+        dvc = c_dvc[c]
+        gamma, G, lc = friction_cone_impulse(c_vc[c] + alpha * dvc, c_vhat[c], c_R[c], c_mu[c])
+        cost += lc
+        slope -= wp.dot(dvc, gamma)
+        curvature += wp.dot(dvc, G * dvc)
+    return cost, slope, curvature
+
+
+@wp.kernel
+def line_search(
+    # model
+    world_dof_start: wp.array(dtype=wp.int32),
+    world_dense_offset: wp.array(dtype=wp.int32),
+    # inputs
+    exact: int,
+    momentum_mode: int,
+    dt: float,
+    world_active: wp.array(dtype=wp.int32),
+    world_contact_start: wp.array(dtype=wp.int32),
+    world_contact_count: wp.array(dtype=wp.int32),
+    world_contacts: wp.array(dtype=wp.int32),
+    c_nnz: wp.array(dtype=wp.int32),
+    c_dof: wp.array2d(dtype=wp.int32),
+    c_J: wp.array2d(dtype=wp.vec3),
+    c_vc: wp.array(dtype=wp.vec3),
+    c_vhat: wp.array(dtype=wp.vec3),
+    c_R: wp.array(dtype=wp.vec3),
+    c_mu: wp.array(dtype=float),
+    A_world: wp.array(dtype=float),
+    v_ref: wp.array(dtype=float),
+    tau: wp.array(dtype=float),
+    dv: wp.array(dtype=float),
+    # outputs (v and the cost history are read and updated)
+    c_dvc_out: wp.array(dtype=wp.vec3),
+    v: wp.array(dtype=float),
+    world_cost: wp.array(dtype=float),
+    world_cost_stalled_out: wp.array(dtype=wp.int32),
+    world_alpha_out: wp.array(dtype=float),
+):
+    """One thread per active world: step length α along Δv, then ``v += α Δv``.
+
+    Along the line ``ℓ_A(α) = ℓ_A(0) + α s0 + ½ α² s1`` with ``s0 = Δvᵀ ∇ℓ_A(v)``,
+    ``s1 = Δvᵀ A Δv``; only the constraint terms need re-evaluation per trial. Exact: the root of
+    ``dℓ/dα`` on [0, α_max] (α_max if ``dℓ/dα(α_max) ≤ 0``) by Newton's method kept inside a shrinking
+    bracket (bisection fallback). Backtracking: Armijo ``ℓ(α) ≤ ℓ(0) + c α dℓ/dα(0)`` from α_max down
+    by ρ. Also records whether the cost stalled (the cost criterion of SAP.md §6)."""
+    w = wp.tid()
+    if world_active[w] == 0:
+        return
+    s = world_dof_start[w]
+    n = world_dof_start[w + 1] - s
+    off = world_dense_offset[w]
+    s0 = float(0.0)
+    s1 = float(0.0)
+    lA0 = float(0.0)
+    for i in range(n):
+        Adv_i = float(0.0)
+        Ae_i = float(0.0)
+        for j in range(n):
+            a = A_world[off + i * n + j]
+            Adv_i += a * dv[s + j]
+            Ae_i += a * (v[s + j] - v_ref[s + j])
+        e_i = v[s + i] - v_ref[s + i]
+        s1 += dv[s + i] * Adv_i
+        s0 += dv[s + i] * Ae_i
+        lA0 += 0.5 * e_i * Ae_i
+        if momentum_mode == 1:
+            s0 -= dt * tau[s + i] * dv[s + i]
+            lA0 -= dt * tau[s + i] * e_i
+    begin = world_contact_start[w]
+    end = begin + world_contact_count[w]
+    for k in range(begin, end):
+        c = world_contacts[k]
+        dvc = wp.vec3(0.0)
+        for e in range(c_nnz[c]):
+            dvc += c_J[c, e] * dv[c_dof[c, e]]
+        c_dvc_out[c] = dvc
+
+    lc0, dc0, _h0 = constraint_slope(0.0, begin, end, world_contacts, c_vc, c_dvc_out, c_vhat, c_R, c_mu)
+    cost0 = lA0 + lc0
+    slope0 = s0 + dc0
+    alpha = float(0.0)
+    if slope0 < 0.0:  # a descent direction (round-off can spoil it at the optimum)
+        if exact == 1:
+            lc, dc, hc = constraint_slope(ALPHA_MAX, begin, end, world_contacts, c_vc, c_dvc_out, c_vhat, c_R, c_mu)
+            if s0 + ALPHA_MAX * s1 + dc <= 0.0:
+                alpha = float(ALPHA_MAX)
+            else:
+                lo = float(0.0)
+                hi = float(ALPHA_MAX)
+                alpha = float(1.0)
+                for _it in range(LINE_SEARCH_MAX_ITERATIONS):
+                    lc, dc, hc = constraint_slope(alpha, begin, end, world_contacts, c_vc, c_dvc_out, c_vhat, c_R, c_mu)
+                    f = s0 + alpha * s1 + dc
+                    if wp.abs(f) <= LINE_SEARCH_REL_TOLERANCE * wp.abs(slope0):
+                        break
+                    if f < 0.0:
+                        lo = alpha
+                    else:
+                        hi = alpha
+                    df = s1 + hc
+                    next_alpha = alpha - f / df
+                    if df <= 0.0 or next_alpha <= lo or next_alpha >= hi:
+                        next_alpha = 0.5 * (lo + hi)
+                    alpha = next_alpha
+        else:
+            alpha = float(ALPHA_MAX)
+            for _it in range(LINE_SEARCH_MAX_ITERATIONS):
+                lc, dc, hc = constraint_slope(alpha, begin, end, world_contacts, c_vc, c_dvc_out, c_vhat, c_R, c_mu)
+                if lA0 + alpha * s0 + 0.5 * alpha * alpha * s1 + lc <= cost0 + ARMIJO_C * alpha * slope0:
+                    break
+                alpha *= BACKTRACKING_RHO
+    lc1, dc1, hc1 = constraint_slope(alpha, begin, end, world_contacts, c_vc, c_dvc_out, c_vhat, c_R, c_mu)
+    cost1 = lA0 + alpha * s0 + 0.5 * alpha * alpha * s1 + lc1
+    for i in range(n):
+        v[s + i] = v[s + i] + alpha * dv[s + i]
+    stalled = int(0)
+    if alpha == 0.0:
+        stalled = int(1)
+    elif alpha > 0.5 and wp.abs(cost1 - cost0) < COST_ABS_TOLERANCE + COST_REL_TOLERANCE * 0.5 * (
+        wp.abs(cost1) + wp.abs(cost0)
+    ):
+        stalled = int(1)
+    world_cost_stalled_out[w] = stalled
+    world_cost[w] = cost1
+    world_alpha_out[w] = alpha
+
+
+@wp.kernel
+def contact_forces(
+    # inputs
+    dt: float,
+    c_world: wp.array(dtype=wp.int32),
+    c_frame: wp.array(dtype=wp.mat33),
+    c_gamma: wp.array(dtype=wp.vec3),
+    # outputs
+    force_out: wp.array(dtype=wp.vec3),
+):
+    """Newton's ``rigid_contact_force`` [N]: ``R_WC γ / Δt`` on shape 1 (opposite on shape 0)."""
+    c = wp.tid()
+    f = wp.vec3(0.0)
+    if c_world[c] >= 0:
+        f = c_frame[c] * c_gamma[c] / dt
+    force_out[c] = f
+
+
+class SapSolver:
+    """Buffers and the iteration loop of the per-world SAP solve for one model.
+
+    Contact buffers are sized by the ``Contacts`` container seen (reallocated if its capacity
+    changes). The loop runs on the host, one check of "any world still active" per Newton
+    iteration."""
+
+    def __init__(self, topology, device_topology, device, options):
+        self.topo = topology
+        self.T = device_topology
+        self.device = device
+        self.options = options
+        nw = topology.world_count
+        ndof = max(topology.dof_count, 1)
+
+        def zeros(n, dtype=float):
+            return wp.zeros(n, dtype=dtype, device=device)
+
+        self.v = zeros(ndof)
+        self.grad = zeros(ndof)
+        self.dv = zeros(ndof)
+        self.jtg = zeros(ndof)
+        self.A_world = zeros(max(topology.world_dense_size, 1))
+        self.H = zeros(max(topology.world_dense_size, 1))
+        self.H_views = {
+            n: self.H[off : off + len(worlds) * n * n].reshape((len(worlds), n, n))
+            for (n, worlds), off in zip(
+                topology.world_buckets.items(), topology.world_bucket_offset.values(), strict=True
+            )
+        }
+        self.bucket_dof_start = {
+            n: wp.array(topology.world_dof_start[worlds], dtype=wp.int32, device=device)
+            for n, worlds in topology.world_buckets.items()
+        }
+        self.world_active = zeros(nw, wp.int32)
+        self.world_iterations = zeros(nw, wp.int32)
+        self.world_residual = zeros(nw)
+        self.world_converged = zeros(nw, wp.int32)
+        self.world_cost_stalled = zeros(nw, wp.int32)
+        self.world_cost = zeros(nw)
+        self.world_alpha = zeros(nw)
+        self.world_norms = zeros(nw, wp.vec3)
+        self.world_contact_count = zeros(nw, wp.int32)
+        self.world_contact_start = zeros(nw, wp.int32)
+        self.world_fill = zeros(nw, wp.int32)
+        self.capacity = -1
+        self._allocate_contacts(0)
+
+    def _allocate_contacts(self, capacity: int) -> None:
+        if capacity == self.capacity:
+            return
+        self.capacity = capacity
+        n = max(capacity, 1)
+        entries = max(2 * self.topo.max_chain, 1)
+
+        def zeros(shape, dtype=float):
+            return wp.zeros(shape, dtype=dtype, device=self.device)
+
+        self.c_world = wp.full(n, -1, dtype=wp.int32, device=self.device)
+        self.c_frame = zeros(n, wp.mat33)
+        self.c_R = zeros(n, wp.vec3)
+        self.c_vhat = zeros(n, wp.vec3)
+        self.c_mu = zeros(n)
+        self.c_phi = zeros(n)
+        self.c_nnz = zeros(n, wp.int32)
+        self.c_dof = zeros((n, entries), wp.int32)
+        self.c_J = zeros((n, entries), wp.vec3)
+        self.c_vc = zeros(n, wp.vec3)
+        self.c_dvc = zeros(n, wp.vec3)
+        self.c_gamma = zeros(n, wp.vec3)
+        self.c_G = zeros(n, wp.mat33)
+        self.world_contacts = zeros(n, wp.int32)
+
+    def setup_contacts(self, model, contacts, body_q, dof_S, A_rows, dt: float) -> None:
+        """Contact rows of this step (or none when ``contacts`` is None)."""
+        o, T = self.options, self.T
+        self.world_contact_count.zero_()
+        if contacts is None or contacts.rigid_contact_max == 0 or self.topo.dof_count == 0:
+            self.c_world.fill_(-1)
+            self.world_contact_start.zero_()
+            return
+        self._allocate_contacts(contacts.rigid_contact_max)
+        stiffness = o.contact_stiffness if o.contact_stiffness is not None else -1.0
+        dissipation = o.contact_dissipation_time if o.contact_dissipation_time is not None else -1.0
+        wp.launch(
+            contact_rows,
+            dim=self.capacity,
+            inputs=[
+                model.shape_body, model.shape_margin, model.shape_material_ke, model.shape_material_kd,
+                model.shape_material_mu, T.body_tree, T.body_world, T.body_last_dof, T.dof_parent, T.dof_body,
+                T.dof_row_start, stiffness, dissipation, o.near_rigid_threshold, o.friction_regularization, dt,
+                contacts.rigid_contact_count, contacts.rigid_contact_shape0, contacts.rigid_contact_shape1,
+                contacts.rigid_contact_point0, contacts.rigid_contact_point1, contacts.rigid_contact_normal,
+                contacts.rigid_contact_margin0, contacts.rigid_contact_margin1, body_q, dof_S, A_rows,
+            ],
+            outputs=[
+                self.c_world, self.c_frame, self.c_R, self.c_vhat, self.c_mu, self.c_phi, self.c_nnz, self.c_dof,
+                self.c_J, self.world_contact_count,
+            ],
+            device=self.device,
+        )  # fmt: skip
+        wp.utils.array_scan(self.world_contact_count, self.world_contact_start, inclusive=False)
+        self.world_fill.zero_()
+        wp.launch(
+            sort_contacts_by_world,
+            dim=self.capacity,
+            inputs=[self.c_world, self.world_contact_start],
+            outputs=[self.world_fill, self.world_contacts],
+            device=self.device,
+        )
+
+    def solve(self, A_rows, v0, v_star, tau, dt: float) -> wp.array:
+        """Newton's method on every world; returns the solved internal velocities ``v``."""
+        o, T, topo, dev = self.options, self.T, self.topo, self.device
+        momentum = int(o.momentum_mode)
+        v_ref = v0 if momentum else v_star
+        nw, ndof = topo.world_count, topo.dof_count
+        wp.launch(
+            init_worlds,
+            dim=nw,
+            inputs=[T.world_dof_start, momentum, self.world_contact_count],
+            outputs=[self.world_active, self.world_iterations, self.world_residual, self.world_converged,
+                     self.world_cost_stalled],
+            device=dev,
+        )  # fmt: skip
+        if ndof == 0:
+            return self.v
+        wp.launch(
+            init_velocity, dim=ndof, inputs=[T.dof_world, self.world_active, v0, v_star], outputs=[self.v],
+            device=dev,
+        )  # fmt: skip
+        wp.launch(
+            scatter_world_dense,
+            dim=ndof,
+            inputs=[T.dof_parent, T.dof_depth, T.dof_row_start, T.dof_world, T.world_dof_start,
+                    T.world_dense_offset, A_rows],
+            outputs=[self.A_world],
+            device=dev,
+        )  # fmt: skip
+        for iteration in range(o.max_iterations + 1):
+            wp.copy(self.H, self.A_world)
+            self.jtg.zero_()
+            self.world_norms.zero_()
+            self.world_cost.zero_()
+            wp.launch(
+                contact_eval,
+                dim=self.c_world.shape[0],
+                inputs=[T.world_dof_start, T.world_dense_offset, self.world_active, self.c_world, self.c_R,
+                        self.c_vhat, self.c_mu, self.c_nnz, self.c_dof, self.c_J, self.v],
+                outputs=[self.c_vc, self.c_gamma, self.c_G, self.jtg, self.H, self.world_cost],
+                device=dev,
+            )  # fmt: skip
+            wp.launch(
+                gradient,
+                dim=ndof,
+                inputs=[T.dof_world, T.world_dof_start, T.world_dense_offset, momentum, dt, self.world_active,
+                        self.A_world, self.v, v_ref, tau, self.jtg],
+                outputs=[self.grad, self.world_norms],
+                device=dev,
+            )  # fmt: skip
+            wp.launch(
+                check_convergence,
+                dim=nw,
+                inputs=[iteration, o.max_iterations, o.abs_tolerance, o.rel_tolerance, self.world_norms,
+                        self.world_cost_stalled],
+                outputs=[self.world_active, self.world_iterations, self.world_residual, self.world_converged],
+                device=dev,
+            )  # fmt: skip
+            if not self.world_active.numpy().any():
+                break
+            for n, view in self.H_views.items():
+                wp.launch_tiled(
+                    newton_direction_kernel(n),
+                    dim=view.shape[0],
+                    inputs=[T.world_buckets[n], self.bucket_dof_start[n], self.world_active, view, self.grad],
+                    outputs=[self.dv],
+                    block_dim=64 if dev.is_cpu else 128,
+                    device=dev,
+                )
+            wp.launch(
+                line_search,
+                dim=nw,
+                inputs=[T.world_dof_start, T.world_dense_offset, int(o.line_search == "exact"), momentum, dt,
+                        self.world_active, self.world_contact_start, self.world_contact_count, self.world_contacts,
+                        self.c_nnz, self.c_dof, self.c_J, self.c_vc, self.c_vhat, self.c_R, self.c_mu, self.A_world,
+                        v_ref, tau, self.dv],
+                outputs=[self.c_dvc, self.v, self.world_cost, self.world_cost_stalled, self.world_alpha],
+                device=dev,
+            )  # fmt: skip
+        return self.v
+
+    def write_contact_forces(self, contacts, dt: float) -> None:
+        """Per-contact forces into ``contacts.rigid_contact_force`` when that buffer exists."""
+        force = getattr(contacts, "rigid_contact_force", None) if contacts is not None else None
+        if force is None or self.capacity <= 0:
+            return
+        wp.launch(
+            contact_forces,
+            dim=min(self.capacity, force.shape[0]),
+            inputs=[dt, self.c_world, self.c_frame, self.c_gamma],
+            outputs=[force],
+            device=self.device,
+        )
