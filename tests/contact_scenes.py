@@ -1,0 +1,75 @@
+"""Small contact scenes with closed-form answers (SAP.md §7-§8), and a stepping loop that records."""
+
+from __future__ import annotations
+
+import newton
+import numpy as np
+import warp as wp
+
+import newton_sap
+
+G = 9.81
+
+
+def with_material(builder: newton.ModelBuilder, mu: float) -> newton.ModelBuilder.ShapeConfig:
+    cfg = newton.ModelBuilder.ShapeConfig(mu=mu)
+    builder.default_shape_cfg = cfg
+    return cfg
+
+
+def sphere_on_ground(radius=0.1, mass=1.0, height=0.12, mu=0.5, gravity=(0.0, 0.0, -G)):
+    """A solid sphere (free joint) above a ground plane."""
+    b = newton.ModelBuilder(gravity=gravity)
+    with_material(b, mu)
+    b.add_ground_plane()
+    body = b.add_body(xform=wp.transform((0.0, 0.0, height), wp.quat_identity()))
+    b.add_shape_sphere(
+        body, radius=radius, cfg=newton.ModelBuilder.ShapeConfig(mu=mu, density=mass / (4.0 / 3.0 * np.pi * radius**3))
+    )
+    return b.finalize()
+
+
+def box_on_ground(half=0.1, mass=1.0, mu=0.5, gravity=(0.0, 0.0, -G), boxes=1):
+    """``boxes`` cubes stacked on a ground plane (each a free body), resting surfaces touching."""
+    b = newton.ModelBuilder(gravity=gravity)
+    with_material(b, mu)
+    b.add_ground_plane()
+    density = mass / (8.0 * half**3)
+    for k in range(boxes):
+        body = b.add_body(xform=wp.transform((0.0, 0.0, half * (2 * k + 1)), wp.quat_identity()))
+        b.add_shape_box(body, hx=half, hy=half, hz=half, cfg=newton.ModelBuilder.ShapeConfig(mu=mu, density=density))
+    return b.finalize()
+
+
+class Run:
+    """Steps a model with ``SolverSAP`` and Newton's collision pipeline, recording per step."""
+
+    def __init__(self, model, qd0=None, **options):
+        self.model = model
+        self.solver = newton_sap.SolverSAP(model, **options)
+        self.pipeline = newton.CollisionPipeline(model)
+        self.contacts = self.pipeline.contacts()
+        self.s0, self.s1 = model.state(), model.state()
+        if qd0 is not None:
+            self.s0.joint_qd.assign(np.asarray(qd0, np.float32))
+        newton.eval_fk(model, self.s0.joint_q, self.s0.joint_qd, self.s0)
+        self.iterations: list[np.ndarray] = []
+        self.converged: list[np.ndarray] = []
+
+    def step(self, dt, steps=1):
+        for _ in range(steps):
+            self.pipeline.collide(self.s0, self.contacts)
+            self.solver.step(self.s0, self.s1, None, self.contacts, dt)
+            self.s0, self.s1 = self.s1, self.s0
+            stats = self.solver.stats
+            self.iterations.append(stats.iterations)
+            self.converged.append(stats.converged)
+        return self.s0
+
+    @property
+    def q(self):
+        return self.s0.joint_q.numpy()
+
+    @property
+    def qd(self):
+        return self.s0.joint_qd.numpy()

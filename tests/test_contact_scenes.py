@@ -1,0 +1,112 @@
+"""Whole contact scenes against closed forms (SAP.md §8), through Newton's collision pipeline."""
+
+import newton
+import newton.examples
+import numpy as np
+import pytest
+import warp as wp
+from contact_scenes import G, Run, box_on_ground, sphere_on_ground
+
+
+def test_resting_sphere_penetrates_by_mg_over_k():
+    """β = 0 (purely compliant): the static penetration is m g / k (within 1 %)."""
+    k = 1e4
+    model = sphere_on_ground(radius=0.1, mass=2.0)
+    run = Run(model, contact_stiffness=k, contact_dissipation_time=0.02, near_rigid_threshold=0.0)
+    run.step(0.01, 300)
+    penetration = 0.1 - run.q[2]
+    assert abs(penetration - 2.0 * G / k) < 0.01 * 2.0 * G / k
+    assert np.all(run.converged)
+
+
+def test_sliding_box_stops_at_the_coulomb_distance():
+    """2 m/s, μ = 0.5: it stops after v0²/(2 μ g) (within 3 %)."""
+    run = Run(box_on_ground(mu=0.5), qd0=[2.0, 0, 0, 0, 0, 0])
+    x0 = run.q[0]
+    run.step(5e-3, 160)
+    expected = 2.0**2 / (2 * 0.5 * G)
+    assert abs(run.qd[0]) < 1e-3
+    assert abs((run.q[0] - x0) - expected) < 0.03 * expected
+    assert np.all(run.converged)
+
+
+def incline_gravity(theta_deg):
+    """Gravity tilted by θ in the x-z plane: a flat ground becomes an incline going down along +x."""
+    t = np.radians(theta_deg)
+    return (G * np.sin(t), 0.0, -G * np.cos(t))
+
+
+def test_box_sticks_on_a_20_degree_incline_with_mu_half():
+    """tan 20° = 0.36 < μ = 0.5: the box sticks; regularized friction creeps by less than 10 σ Δt g."""
+    dt = 0.01
+    run = Run(box_on_ground(mu=0.5, gravity=incline_gravity(20.0)))
+    run.step(dt, 100)
+    x0 = run.q[0]
+    run.step(dt, 100)
+    creep = abs(run.q[0] - x0) / 1.0  # [m/s] over the last second
+    assert creep < 10 * 1e-3 * dt * G
+    assert np.all(run.converged)
+
+
+def test_box_slides_on_a_30_degree_incline_with_mu_0_3():
+    """tan 30° > μ = 0.3: it slides with a = g (sin θ − μ cos θ) (within 2 %)."""
+    dt = 0.005
+    run = Run(box_on_ground(mu=0.3, gravity=incline_gravity(30.0)))
+    run.step(dt, 40)
+    v1 = run.qd[0]
+    run.step(dt, 100)
+    accel = (run.qd[0] - v1) / (100 * dt)
+    expected = G * (np.sin(np.radians(30)) - 0.3 * np.cos(np.radians(30)))
+    assert abs(accel - expected) < 0.02 * expected
+    assert np.all(run.converged)
+
+
+def test_sphere_thrown_without_spin_ends_rolling_at_five_sevenths():
+    """A solid sphere sliding at v0 without spin rolls at 5/7 v0 after 2 v0 / (7 μ g) (within 1 %)."""
+    v0, mu, radius = 2.0, 0.3, 0.1
+    run = Run(sphere_on_ground(radius=radius, mass=1.0, height=radius, mu=mu), qd0=[v0, 0, 0, 0, 0, 0])
+    run.step(5e-3, int(2 * 2 * v0 / (7 * mu * G) / 5e-3))
+    assert abs(run.qd[0] - 5.0 / 7.0 * v0) < 0.01 * 5.0 / 7.0 * v0
+    assert abs(run.qd[4] * radius - run.qd[0]) < 0.01 * v0  # rolling: ω_y r = v_x
+    assert np.all(run.converged)
+
+
+def test_stack_of_five_boxes_stands_for_ten_seconds():
+    dt = 0.01
+    run = Run(box_on_ground(boxes=5, mu=0.5))
+    run.step(dt, 50)
+    settled = run.q.reshape(5, 7)[:, :3].copy()
+    run.step(dt, 1000)
+    drift = np.abs(run.q.reshape(5, 7)[:, :3] - settled).max()
+    assert drift < 1e-3, drift
+    assert np.all(run.converged)
+    assert np.mean(run.iterations) < 10
+
+
+def test_dropped_humanoid_comes_to_rest():
+    robot = newton.ModelBuilder()
+    robot.add_mjcf(
+        newton.examples.get_asset("nv_humanoid.xml"),
+        xform=wp.transform((0.0, 0.0, 1.5), wp.quat_identity()),  # the file's root sits at z = 0
+        floating=True,
+        enable_self_collisions=False,
+    )
+    robot.add_ground_plane()
+    model = robot.finalize()
+    run = Run(model)
+    run.step(0.01, 200)
+    assert np.all(np.isfinite(run.q)) and np.all(run.converged)
+    assert np.abs(run.qd).max() < 0.5
+    assert 0.0 < run.q[2] < 0.5  # lying on the ground, not sunk, not launched
+
+
+@pytest.mark.parametrize("line_search", ["exact", "backtracking"])
+def test_momentum_mode_gives_the_same_answer(line_search):
+    runs = [
+        Run(box_on_ground(boxes=3, mu=0.5), qd0=[0.5, 0, 0, 0, 0, 1.0] * 3, momentum_mode=m, line_search=line_search)
+        for m in (False, True)
+    ]
+    for run in runs:
+        run.step(0.01, 30)
+    assert np.abs(runs[0].q - runs[1].q).max() < 1e-4
+    assert np.abs(runs[0].qd - runs[1].qd).max() < 1e-3
