@@ -9,6 +9,7 @@ solve of the next development stage; until then ``v = v*`` exactly.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import newton
@@ -34,6 +35,8 @@ class SolverStats:
         converged: False where the world failed (non-finite state or result) or did not converge.
         failed: True where the world produced a non-finite velocity; other worlds are unaffected.
         num_contacts: Contacts of the world that entered the SAP problem.
+        contact_buffer_full: The step's ``Contacts`` buffer was full, so Newton's pipeline may have
+            dropped contacts (it does not count them); a ``RuntimeWarning`` was issued too.
     """
 
     iterations: np.ndarray
@@ -41,6 +44,7 @@ class SolverStats:
     converged: np.ndarray
     failed: np.ndarray
     num_contacts: np.ndarray
+    contact_buffer_full: bool = False
 
 
 @dataclass
@@ -135,6 +139,7 @@ class SolverSAP(newton.solvers.SolverBase):
         self._default_control = model.control(clone_variables=False)
         self._sap = SapSolver(topo, self._topo, device, self.options)
         self._sap_ran = False
+        self._contact_buffer_full = False
 
     def notify_model_changed(self, flags: int) -> None:
         """Rebuild every table and buffer from the model (topology, masses, axes may all have changed)."""
@@ -155,6 +160,7 @@ class SolverSAP(newton.solvers.SolverBase):
         self._sap_ran = contacts is not None or momentum
         v = self._v_star
         if self._sap_ran:
+            self._check_contact_capacity(contacts)
             self._sap.setup_contacts(self.model, contacts, self._body_q, self._dof_S, self._rows, dt)
             v = self._sap.solve(self._rows, self._v0, self._v_star, self._tau, dt)
             self._sap.write_contact_forces(contacts, dt)
@@ -165,6 +171,22 @@ class SolverSAP(newton.solvers.SolverBase):
             if not stats.converged.all():
                 bad = np.nonzero(~stats.converged)[0]
                 raise RuntimeError(f"SAP did not converge in worlds {bad.tolist()} (residuals {stats.residual[bad]})")
+
+    def _check_contact_capacity(self, contacts) -> None:
+        """Newton's pipeline stops writing contacts when ``rigid_contact_max`` is reached, without
+        counting what it dropped: a full buffer is reported (stats and a warning), never silent."""
+        self._contact_buffer_full = False
+        if contacts is None or contacts.rigid_contact_max == 0:
+            return
+        count = int(contacts.rigid_contact_count.numpy()[0])
+        if count >= contacts.rigid_contact_max:
+            self._contact_buffer_full = True
+            warnings.warn(
+                f"contact buffer full ({count} of {contacts.rigid_contact_max} slots): contacts may have been "
+                "dropped; give the CollisionPipeline a larger rigid_contact_max",
+                RuntimeWarning,
+                stacklevel=3,
+            )
 
     def _check_dt(self, dt: float) -> float:
         dt = float(dt)
@@ -324,6 +346,7 @@ class SolverSAP(newton.solvers.SolverBase):
             converged=sap.world_converged.numpy().astype(bool) & ~failed,
             failed=failed,
             num_contacts=sap.world_contact_count.numpy().copy(),
+            contact_buffer_full=self._contact_buffer_full,
         )
 
     def snapshot(self, state, control=None, dt: float = 1e-3) -> SapSnapshot:
