@@ -1,4 +1,5 @@
-"""Per-tree solves of ``A x = τ`` for the free motion ``v* = v0 + Δt A⁻¹ τ`` (seed §6).
+"""Per-tree solves of ``A x = τ`` for the free motion ``v* = v0 + Δt A⁻¹ τ`` (seed §6), and
+products with the sparse A.
 
 * Dense path (trees of at most ``dense_max_dofs`` dofs): one tile kernel per distinct tree size n,
   made by a cached factory; each tile block loads its tree's n×n block, factors it (Cholesky
@@ -104,3 +105,30 @@ def sparse_solve_level(
         i = dof_parent[i]
     x[k] = xk
     v_star_out[k] = v0_in[k] + dt * xk
+
+
+@wp.kernel
+def sparse_matvec(
+    # model
+    dof_parent: wp.array(dtype=wp.int32),
+    dof_depth: wp.array(dtype=wp.int32),
+    dof_row_start: wp.array(dtype=wp.int32),
+    # inputs
+    A_rows: wp.array(dtype=float),
+    x: wp.array(dtype=float),
+    # outputs (zeroed by the caller, accumulated)
+    y: wp.array(dtype=float),
+):
+    """``y = A x`` from the sparse lower-triangle rows, one thread per dof i: the diagonal,
+    ``y_i += A_ij x_j`` and (symmetric part) ``y_j += A_ij x_i`` for j on i's chain."""
+    i = wp.tid()
+    rs = dof_row_start[i]
+    di = dof_depth[i]
+    yi = A_rows[rs] * x[i]
+    j = dof_parent[i]
+    while j >= 0:
+        a = A_rows[rs + di - dof_depth[j]]
+        yi += a * x[j]
+        wp.atomic_add(y, j, a * x[i])
+        j = dof_parent[j]
+    wp.atomic_add(y, i, yi)

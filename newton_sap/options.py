@@ -31,6 +31,9 @@ class SapOptions:
         friction_regularization: σ: regularized friction slips by about ``σ Δt g`` when sticking.
         dense_max_dofs: Trees up to this many dofs factor their mass matrix densely (tiles), larger
             ones with the level-parallel sparse LDLᵀ.
+        dense_world_max_dofs: Worlds up to this many dofs solve each Newton system with a dense tile
+            Cholesky of ``H = A + JᵀGJ``; larger worlds use conjugate gradients preconditioned by the
+            per-tree blocks of H.
         raise_on_nonconvergence: Raise ``RuntimeError`` after a step in which a world did not
             converge, instead of flagging it in ``stats``.
     """
@@ -45,6 +48,7 @@ class SapOptions:
     near_rigid_threshold: float = 1.0
     friction_regularization: float = 1.0e-3
     dense_max_dofs: int = 64
+    dense_world_max_dofs: int = 64
     raise_on_nonconvergence: bool = False
 
     def __post_init__(self):
@@ -62,5 +66,5 @@ class SapOptions:
             raise ValueError(f"near_rigid_threshold must be >= 0, got {self.near_rigid_threshold}")
         if not self.friction_regularization > 0.0:
             raise ValueError(f"friction_regularization must be > 0, got {self.friction_regularization}")
-        if self.dense_max_dofs < 0:
-            raise ValueError(f"dense_max_dofs must be >= 0, got {self.dense_max_dofs}")
+        if self.dense_max_dofs < 0 or self.dense_world_max_dofs < 0:
+            raise ValueError("dense_max_dofs and dense_world_max_dofs must be >= 0")

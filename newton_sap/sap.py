@@ -29,6 +29,19 @@ import warp as wp
 
 from .constraints.friction_cone import friction_cone_impulse
 from .contact_constraints import contact_rows
+from .factorization import sparse_matvec
+from .pcg import (
+    cg_direction,
+    cg_dot,
+    cg_start,
+    cg_step,
+    cg_world_update,
+    contact_matvec,
+    precond_diag_init,
+    tree_factor_kernel,
+    tree_precondition_kernel,
+)
+from .topology import bucket_views
 
 ALPHA_MAX = 1.5
 """Largest line-search step (SAP.md §6)."""
@@ -61,13 +74,15 @@ def scatter_world_dense(
     # outputs
     A_world_out: wp.array(dtype=float),
 ):
-    """Copy row i of the sparse A into its world's dense n×n block (both triangles); entries
-    between different trees, or branches, stay zero."""
+    """Copy row i of the sparse A into its world's dense n×n block (both triangles; dense worlds
+    only); entries between different trees, or branches, stay zero."""
     i = wp.tid()
     w = dof_world[i]
+    off = world_dense_offset[w]
+    if off < 0:
+        return  # a PCG world: no dense block
     s = world_dof_start[w]
     n = world_dof_start[w + 1] - s
-    off = world_dense_offset[w]
     rs = dof_row_start[i]
     di = dof_depth[i]
     j = i
@@ -149,6 +164,10 @@ def contact_eval(
     # model
     world_dof_start: wp.array(dtype=wp.int32),
     world_dense_offset: wp.array(dtype=wp.int32),
+    dof_tree: wp.array(dtype=wp.int32),
+    dof_dense_offset: wp.array(dtype=wp.int32),
+    dof_local: wp.array(dtype=wp.int32),
+    tree_dof_count: wp.array(dtype=wp.int32),
     # inputs
     world_active: wp.array(dtype=wp.int32),
     c_world: wp.array(dtype=wp.int32),
@@ -165,10 +184,14 @@ def contact_eval(
     c_G_out: wp.array(dtype=wp.mat33),
     jtg_out: wp.array(dtype=float),
     H_out: wp.array(dtype=float),
+    P_out: wp.array(dtype=float),
+    pdiag_out: wp.array(dtype=float),
     world_cost_out: wp.array(dtype=float),
 ):
-    """Per contact of an active world: ``v_c = J v``; ``γ, G, ℓ_c``; ``Jᵀγ += ...``,
-    ``H += Jᵀ G J``, world constraint cost ``+= ℓ_c``."""
+    """Per contact of an active world: ``v_c = J v``; ``γ, G, ℓ_c``; ``Jᵀγ`` and the world's
+    constraint cost. ``Jᵀ G J`` goes into the world's dense Hessian (dense worlds) or, for PCG worlds,
+    into the block preconditioner: its intra-tree part into dense tree blocks, its diagonal into the
+    Jacobi diagonal of trees too large for a dense block."""
     c = wp.tid()
     w = c_world[c]
     if w < 0:
@@ -193,49 +216,49 @@ def contact_eval(
         wp.atomic_add(jtg_out, de, wp.dot(Je, gamma))
         GJe = G * Je
         for f in range(nnz):
-            wp.atomic_add(H_out, off + (c_dof[c, f] - s) * n + (de - s), wp.dot(c_J[c, f], GJe))
+            df = c_dof[c, f]
+            value = wp.dot(c_J[c, f], GJe)
+            if off >= 0:
+                wp.atomic_add(H_out, off + (df - s) * n + (de - s), value)
+            elif dof_tree[df] == dof_tree[de]:
+                block = dof_dense_offset[de]
+                if block >= 0:
+                    nt = tree_dof_count[dof_tree[de]]
+                    wp.atomic_add(P_out, block + dof_local[df] * nt + dof_local[de], value)
+                elif df == de:
+                    wp.atomic_add(pdiag_out, de, value)
 
 
 @wp.kernel
 def gradient(
     # model
     dof_world: wp.array(dtype=wp.int32),
-    world_dof_start: wp.array(dtype=wp.int32),
-    world_dense_offset: wp.array(dtype=wp.int32),
+    dof_row_start: wp.array(dtype=wp.int32),
     # inputs
     momentum_mode: int,
     dt: float,
     world_active: wp.array(dtype=wp.int32),
-    A_world: wp.array(dtype=float),
-    v: wp.array(dtype=float),
-    v_ref: wp.array(dtype=float),
+    A_rows: wp.array(dtype=float),
+    Ae: wp.array(dtype=float),
+    Av: wp.array(dtype=float),
     tau: wp.array(dtype=float),
     jtg: wp.array(dtype=float),
     # outputs
     grad_out: wp.array(dtype=float),
     world_norms_out: wp.array(dtype=wp.vec3),
 ):
-    """``∇ℓ_i = Σ_j A_ij (v − v_ref)_j − m Δt τ_i − (Jᵀγ)_i``; accumulates the squared scaled norms
+    """``∇ℓ_i = (A (v − v_ref))_i − m Δt τ_i − (Jᵀγ)_i``; accumulates the squared scaled norms
     ``(‖D∇ℓ‖², ‖D A v‖², ‖D Jᵀγ‖²)`` of the world, ``D = diag(A)^-½``."""
     i = wp.tid()
     w = dof_world[i]
     if world_active[w] == 0:
         return
-    s = world_dof_start[w]
-    n = world_dof_start[w + 1] - s
-    row = world_dense_offset[w] + (i - s) * n
-    Adv = float(0.0)
-    Av = float(0.0)
-    for j in range(n):
-        a = A_world[row + j]
-        Adv += a * (v[s + j] - v_ref[s + j])
-        Av += a * v[s + j]
-    g = Adv - jtg[i]
+    g = Ae[i] - jtg[i]
     if momentum_mode == 1:
         g -= dt * tau[i]
     grad_out[i] = g
-    d2 = 1.0 / A_world[row + (i - s)]
-    wp.atomic_add(world_norms_out, w, wp.vec3(d2 * g * g, d2 * Av * Av, d2 * jtg[i] * jtg[i]))
+    d2 = 1.0 / A_rows[dof_row_start[i]]
+    wp.atomic_add(world_norms_out, w, wp.vec3(d2 * g * g, d2 * Av[i] * Av[i], d2 * jtg[i] * jtg[i]))
 
 
 @wp.kernel
@@ -330,15 +353,45 @@ def constraint_slope(
 
 
 @wp.kernel
-def line_search(
+def line_dots(
     # model
-    world_dof_start: wp.array(dtype=wp.int32),
-    world_dense_offset: wp.array(dtype=wp.int32),
+    dof_world: wp.array(dtype=wp.int32),
     # inputs
-    exact: int,
     momentum_mode: int,
     dt: float,
     world_active: wp.array(dtype=wp.int32),
+    v: wp.array(dtype=float),
+    v_ref: wp.array(dtype=float),
+    tau: wp.array(dtype=float),
+    Ae: wp.array(dtype=float),
+    dv: wp.array(dtype=float),
+    Adv: wp.array(dtype=float),
+    # outputs
+    world_line_out: wp.array(dtype=wp.vec3),
+):
+    """Per world along ``v + α Δv``: ``s0 = Δvᵀ ∇ℓ_A(v)``, ``s1 = Δvᵀ A Δv`` and ``ℓ_A(v)`` with
+    ``e = v − v_ref``: ``ℓ_A = ½ eᵀ A e − m Δt τᵀ e``."""
+    i = wp.tid()
+    w = dof_world[i]
+    if world_active[w] == 0:
+        return
+    e = v[i] - v_ref[i]
+    s0 = dv[i] * Ae[i]
+    lA = 0.5 * e * Ae[i]
+    if momentum_mode == 1:
+        s0 -= dt * tau[i] * dv[i]
+        lA -= dt * tau[i] * e
+    wp.atomic_add(world_line_out, w, wp.vec3(s0, dv[i] * Adv[i], lA))
+
+
+@wp.kernel
+def line_search(
+    # model
+    world_dof_start: wp.array(dtype=wp.int32),
+    # inputs
+    exact: int,
+    world_active: wp.array(dtype=wp.int32),
+    world_line: wp.array(dtype=wp.vec3),
     world_contact_start: wp.array(dtype=wp.int32),
     world_contact_count: wp.array(dtype=wp.int32),
     world_contacts: wp.array(dtype=wp.int32),
@@ -349,47 +402,30 @@ def line_search(
     c_vhat: wp.array(dtype=wp.vec3),
     c_R: wp.array(dtype=wp.vec3),
     c_mu: wp.array(dtype=float),
-    A_world: wp.array(dtype=float),
-    v_ref: wp.array(dtype=float),
-    tau: wp.array(dtype=float),
     dv: wp.array(dtype=float),
-    # outputs (v and the cost history are read and updated)
+    # outputs (v is read and updated)
     c_dvc_out: wp.array(dtype=wp.vec3),
     v: wp.array(dtype=float),
-    world_cost: wp.array(dtype=float),
+    world_cost_out: wp.array(dtype=float),
     world_cost_stalled_out: wp.array(dtype=wp.int32),
     world_alpha_out: wp.array(dtype=float),
 ):
     """One thread per active world: step length α along Δv, then ``v += α Δv``.
 
-    Along the line ``ℓ_A(α) = ℓ_A(0) + α s0 + ½ α² s1`` with ``s0 = Δvᵀ ∇ℓ_A(v)``,
-    ``s1 = Δvᵀ A Δv``; only the constraint terms need re-evaluation per trial. Exact: the root of
-    ``dℓ/dα`` on [0, α_max] (α_max if ``dℓ/dα(α_max) ≤ 0``) by Newton's method kept inside a shrinking
-    bracket (bisection fallback). Backtracking: Armijo ``ℓ(α) ≤ ℓ(0) + c α dℓ/dα(0)`` from α_max down
-    by ρ. Also records whether the cost stalled (the cost criterion of SAP.md §6)."""
+    Along the line ``ℓ_A(α) = ℓ_A(0) + α s0 + ½ α² s1`` (from :func:`line_dots`); only the constraint
+    terms need re-evaluation per trial. Exact: the root of ``dℓ/dα`` on [0, α_max] (α_max if
+    ``dℓ/dα(α_max) ≤ 0``) by Newton's method kept inside a shrinking bracket (bisection fallback).
+    Backtracking: Armijo ``ℓ(α) ≤ ℓ(0) + c α dℓ/dα(0)`` from α_max down by ρ. Also records whether the
+    cost stalled (the cost criterion of SAP.md §6)."""
     w = wp.tid()
     if world_active[w] == 0:
         return
     s = world_dof_start[w]
     n = world_dof_start[w + 1] - s
-    off = world_dense_offset[w]
-    s0 = float(0.0)
-    s1 = float(0.0)
-    lA0 = float(0.0)
-    for i in range(n):
-        Adv_i = float(0.0)
-        Ae_i = float(0.0)
-        for j in range(n):
-            a = A_world[off + i * n + j]
-            Adv_i += a * dv[s + j]
-            Ae_i += a * (v[s + j] - v_ref[s + j])
-        e_i = v[s + i] - v_ref[s + i]
-        s1 += dv[s + i] * Adv_i
-        s0 += dv[s + i] * Ae_i
-        lA0 += 0.5 * e_i * Ae_i
-        if momentum_mode == 1:
-            s0 -= dt * tau[s + i] * dv[s + i]
-            lA0 -= dt * tau[s + i] * e_i
+    line = world_line[w]
+    s0 = line[0]
+    s1 = line[1]
+    lA0 = line[2]
     begin = world_contact_start[w]
     end = begin + world_contact_count[w]
     for k in range(begin, end):
@@ -445,7 +481,7 @@ def line_search(
     elif alpha > 0.5 and change < COST_ABS_TOLERANCE + COST_REL_TOLERANCE * scale:
         stalled = int(1)
     world_cost_stalled_out[w] = stalled
-    world_cost[w] = cost1
+    world_cost_out[w] = cost1
     world_alpha_out[w] = alpha
 
 
@@ -471,8 +507,8 @@ class SapSolver:
     """Buffers and the iteration loop of the per-world SAP solve for one model.
 
     Contact buffers are sized by the ``Contacts`` container seen (reallocated if its capacity
-    changes). The loop runs on the host, one check of "any world still active" per Newton
-    iteration."""
+    changes). The loops run on the host, with one check of "any world still active" per Newton
+    iteration (and per CG iteration in PCG worlds)."""
 
     def __init__(self, topology, device_topology, device, options):
         self.topo = topology
@@ -485,30 +521,26 @@ class SapSolver:
         def zeros(n, dtype=float):
             return wp.zeros(n, dtype=dtype, device=device)
 
-        self.v = zeros(ndof)
-        self.grad = zeros(ndof)
-        self.dv = zeros(ndof)
-        self.jtg = zeros(ndof)
+        for name in ("v", "e", "grad", "dv", "jtg", "Ae", "Av", "Adv", "pdiag", "cg_r", "cg_z", "cg_p", "cg_Hp"):
+            setattr(self, name, zeros(ndof))
         self.A_world = zeros(max(topology.world_dense_size, 1))
         self.H = zeros(max(topology.world_dense_size, 1))
-        self.H_views = {
-            n: self.H[off : off + len(worlds) * n * n].reshape((len(worlds), n, n))
-            for (n, worlds), off in zip(
-                topology.world_buckets.items(), topology.world_bucket_offset.values(), strict=True
-            )
-        }
+        self.H_views = bucket_views(self.H, topology.world_buckets, topology.world_bucket_offset)
         self.bucket_dof_start = {
             n: wp.array(topology.world_dof_start[worlds], dtype=wp.int32, device=device)
             for n, worlds in topology.world_buckets.items()
         }
-        self.world_active = zeros(nw, wp.int32)
-        self.world_iterations = zeros(nw, wp.int32)
-        self.world_residual = zeros(nw)
-        self.world_converged = zeros(nw, wp.int32)
-        self.world_cost_stalled = zeros(nw, wp.int32)
-        self.world_cost = zeros(nw)
-        self.world_alpha = zeros(nw)
+        self.uses_pcg = bool(topology.world_uses_pcg.any()) if topology.world_count else False
+        # block preconditioner: dense tree blocks in the layout of the free-motion tree blocks
+        self.P = zeros(max(topology.dense_size, 1))
+        self.P_views = bucket_views(self.P, topology.dense_buckets, topology.dense_bucket_offset)
+        for name in ("world_active", "world_iterations", "world_converged", "world_cost_stalled", "cg_active"):
+            setattr(self, name, zeros(nw, wp.int32))
+        for name in ("world_residual", "world_cost", "world_alpha", "cg_b2", "cg_r2", "cg_rz", "cg_rz_new", "cg_pHp"):
+            setattr(self, name, zeros(nw))
+        self.cg_beta = zeros(nw)
         self.world_norms = zeros(nw, wp.vec3)
+        self.world_line = zeros(nw, wp.vec3)
         self.world_contact_count = zeros(nw, wp.int32)
         self.world_contact_start = zeros(nw, wp.int32)
         self.world_fill = zeros(nw, wp.int32)
@@ -578,8 +610,20 @@ class SapSolver:
             device=self.device,
         )
 
-    def solve(self, A_rows, v0, v_star, tau, dt: float) -> wp.array:
-        """Newton's method on every world; returns the solved internal velocities ``v``."""
+    def _matvec(self, A_rows, x, y) -> None:
+        """``y = A x`` (sparse rows)."""
+        T = self.T
+        y.zero_()
+        wp.launch(
+            sparse_matvec, dim=self.topo.dof_count, inputs=[T.dof_parent, T.dof_depth, T.dof_row_start, A_rows, x],
+            outputs=[y], device=self.device,
+        )  # fmt: skip
+
+    def solve(self, A_rows, tree_blocks, v0, v_star, tau, dt: float) -> wp.array:
+        """Newton's method on every world; returns the solved internal velocities ``v``.
+
+        ``tree_blocks`` holds the dense A blocks of the trees (free-motion layout); PCG worlds build
+        their preconditioner from it."""
         o, T, topo, dev = self.options, self.T, self.topo, self.device
         momentum = int(o.momentum_mode)
         v_ref = v0 if momentum else v_star
@@ -594,36 +638,42 @@ class SapSolver:
         )  # fmt: skip
         if ndof == 0:
             return self.v
-        wp.launch(
-            init_velocity, dim=ndof, inputs=[T.dof_world, self.world_active, v0, v_star], outputs=[self.v],
-            device=dev,
-        )  # fmt: skip
+        wp.launch(init_velocity, dim=ndof, inputs=[T.dof_world, self.world_active, v0, v_star], outputs=[self.v],
+                  device=dev)  # fmt: skip
         wp.launch(
             scatter_world_dense,
             dim=ndof,
-            inputs=[T.dof_parent, T.dof_depth, T.dof_row_start, T.dof_world, T.world_dof_start,
-                    T.world_dense_offset, A_rows],
+            inputs=[T.dof_parent, T.dof_depth, T.dof_row_start, T.dof_world, T.world_dof_start, T.world_dense_offset,
+                    A_rows],
             outputs=[self.A_world],
             device=dev,
         )  # fmt: skip
         for iteration in range(o.max_iterations + 1):
             wp.copy(self.H, self.A_world)
+            if self.uses_pcg:
+                wp.copy(self.P, tree_blocks)
+                wp.launch(precond_diag_init, dim=ndof, inputs=[T.dof_row_start, A_rows], outputs=[self.pdiag],
+                          device=dev)  # fmt: skip
             self.jtg.zero_()
             self.world_norms.zero_()
             self.world_cost.zero_()
             wp.launch(
                 contact_eval,
                 dim=self.c_world.shape[0],
-                inputs=[T.world_dof_start, T.world_dense_offset, self.world_active, self.c_world, self.c_R,
-                        self.c_vhat, self.c_mu, self.c_nnz, self.c_dof, self.c_J, self.v],
-                outputs=[self.c_vc, self.c_gamma, self.c_G, self.jtg, self.H, self.world_cost],
+                inputs=[T.world_dof_start, T.world_dense_offset, T.dof_tree, T.dof_dense_offset, T.dof_local,
+                        T.tree_dof_count, self.world_active, self.c_world, self.c_R, self.c_vhat, self.c_mu,
+                        self.c_nnz, self.c_dof, self.c_J, self.v],
+                outputs=[self.c_vc, self.c_gamma, self.c_G, self.jtg, self.H, self.P, self.pdiag, self.world_cost],
                 device=dev,
             )  # fmt: skip
+            wp.launch(_difference, dim=ndof, inputs=[self.v, v_ref], outputs=[self.e], device=dev)
+            self._matvec(A_rows, self.e, self.Ae)
+            self._matvec(A_rows, self.v, self.Av)
             wp.launch(
                 gradient,
                 dim=ndof,
-                inputs=[T.dof_world, T.world_dof_start, T.world_dense_offset, momentum, dt, self.world_active,
-                        self.A_world, self.v, v_ref, tau, self.jtg],
+                inputs=[T.dof_world, T.dof_row_start, momentum, dt, self.world_active, A_rows, self.Ae, self.Av, tau,
+                        self.jtg],
                 outputs=[self.grad, self.world_norms],
                 device=dev,
             )  # fmt: skip
@@ -637,26 +687,104 @@ class SapSolver:
             )  # fmt: skip
             if not self.world_active.numpy().any():
                 break
-            for n, view in self.H_views.items():
-                wp.launch_tiled(
-                    newton_direction_kernel(n),
-                    dim=view.shape[0],
-                    inputs=[T.world_buckets[n], self.bucket_dof_start[n], self.world_active, view, self.grad],
-                    outputs=[self.dv],
-                    block_dim=64 if dev.is_cpu else 128,
-                    device=dev,
-                )
+            self._direction(A_rows)
+            self._matvec(A_rows, self.dv, self.Adv)
+            self.world_line.zero_()
+            wp.launch(
+                line_dots,
+                dim=ndof,
+                inputs=[T.dof_world, momentum, dt, self.world_active, self.v, v_ref, tau, self.Ae, self.dv, self.Adv],
+                outputs=[self.world_line],
+                device=dev,
+            )  # fmt: skip
             wp.launch(
                 line_search,
                 dim=nw,
-                inputs=[T.world_dof_start, T.world_dense_offset, int(o.line_search == "exact"), momentum, dt,
-                        self.world_active, self.world_contact_start, self.world_contact_count, self.world_contacts,
-                        self.c_nnz, self.c_dof, self.c_J, self.c_vc, self.c_vhat, self.c_R, self.c_mu, self.A_world,
-                        v_ref, tau, self.dv],
+                inputs=[T.world_dof_start, int(o.line_search == "exact"), self.world_active, self.world_line,
+                        self.world_contact_start, self.world_contact_count, self.world_contacts, self.c_nnz,
+                        self.c_dof, self.c_J, self.c_vc, self.c_vhat, self.c_R, self.c_mu, self.dv],
                 outputs=[self.c_dvc, self.v, self.world_cost, self.world_cost_stalled, self.world_alpha],
                 device=dev,
             )  # fmt: skip
         return self.v
+
+    def _direction(self, A_rows) -> None:
+        """``Δv = −H⁻¹ ∇ℓ``: dense tile Cholesky per world size, PCG for the large worlds."""
+        T, dev = self.T, self.device
+        for n, view in self.H_views.items():
+            wp.launch_tiled(
+                newton_direction_kernel(n),
+                dim=view.shape[0],
+                inputs=[T.world_buckets[n], self.bucket_dof_start[n], self.world_active, view, self.grad],
+                outputs=[self.dv],
+                block_dim=64 if dev.is_cpu else 128,
+                device=dev,
+            )
+        if self.uses_pcg:
+            self._conjugate_gradients(A_rows)
+
+    def _conjugate_gradients(self, A_rows) -> None:
+        """Block-preconditioned CG on the PCG worlds (see ``pcg.py``); the solution goes into ``dv``."""
+        T, topo, dev, ndof = self.T, self.topo, self.device, self.topo.dof_count
+        block_dim = 64 if dev.is_cpu else 128
+        for n, view in self.P_views.items():
+            wp.launch_tiled(
+                tree_factor_kernel(n), dim=view.shape[0],
+                inputs=[T.dense_buckets[n], T.tree_world, T.world_uses_pcg, self.world_active], outputs=[view],
+                block_dim=block_dim, device=dev,
+            )  # fmt: skip
+        self.cg_active.zero_()
+        for arr in (self.cg_b2, self.cg_r2, self.cg_rz, self.cg_rz_new, self.cg_pHp, self.cg_beta):
+            arr.zero_()
+        wp.launch(
+            cg_start, dim=ndof,
+            inputs=[T.dof_world, T.dof_dense_offset, T.world_uses_pcg, self.world_active, self.grad, self.pdiag],
+            outputs=[self.cg_active, self.dv, self.cg_r, self.cg_z, self.cg_b2], device=dev,
+        )  # fmt: skip
+        self._precondition(block_dim)
+        wp.launch(cg_dot, dim=ndof, inputs=[T.dof_world, self.cg_active, self.cg_r, self.cg_z],
+                  outputs=[self.cg_rz], device=dev)  # fmt: skip
+        self.cg_p.zero_()
+        wp.launch(cg_direction, dim=ndof, inputs=[T.dof_world, self.cg_active, self.cg_beta, self.cg_z],
+                  outputs=[self.cg_p], device=dev)  # fmt: skip
+        max_cg = max(int(topo.world_dof_start[-1]), 1)
+        for k in range(max_cg):
+            self._matvec(A_rows, self.cg_p, self.cg_Hp)
+            wp.launch(
+                contact_matvec, dim=self.c_world.shape[0],
+                inputs=[self.cg_active, self.c_world, self.c_G, self.c_nnz, self.c_dof, self.c_J, self.cg_p],
+                outputs=[self.cg_Hp], device=dev,
+            )  # fmt: skip
+            wp.launch(cg_dot, dim=ndof, inputs=[T.dof_world, self.cg_active, self.cg_p, self.cg_Hp],
+                      outputs=[self.cg_pHp], device=dev)  # fmt: skip
+            wp.launch(
+                cg_step, dim=ndof,
+                inputs=[T.dof_world, T.dof_dense_offset, self.cg_active, self.cg_rz, self.cg_pHp, self.cg_p,
+                        self.cg_Hp, self.pdiag],
+                outputs=[self.dv, self.cg_r, self.cg_z, self.cg_r2], device=dev,
+            )  # fmt: skip
+            self._precondition(block_dim)
+            wp.launch(cg_dot, dim=ndof, inputs=[T.dof_world, self.cg_active, self.cg_r, self.cg_z],
+                      outputs=[self.cg_rz_new], device=dev)  # fmt: skip
+            wp.launch(
+                cg_world_update, dim=topo.world_count, inputs=[k + 1, max_cg, self.cg_b2],
+                outputs=[self.cg_active, self.cg_rz, self.cg_rz_new, self.cg_pHp, self.cg_r2, self.cg_beta],
+                device=dev,
+            )  # fmt: skip
+            if not self.cg_active.numpy().any():
+                break
+            wp.launch(cg_direction, dim=ndof, inputs=[T.dof_world, self.cg_active, self.cg_beta, self.cg_z],
+                      outputs=[self.cg_p], device=dev)  # fmt: skip
+
+    def _precondition(self, block_dim: int) -> None:
+        """Dense-block part of ``z = P⁻¹ r`` (the Jacobi part is written by the CG kernels)."""
+        T = self.T
+        for n, view in self.P_views.items():
+            wp.launch_tiled(
+                tree_precondition_kernel(n), dim=view.shape[0],
+                inputs=[T.dense_buckets[n], T.tree_world, T.tree_dof_start, self.cg_active, view, self.cg_r],
+                outputs=[self.cg_z], block_dim=block_dim, device=self.device,
+            )  # fmt: skip
 
     def write_contact_forces(self, contacts, dt: float) -> None:
         """Per-contact forces into ``contacts.rigid_contact_force`` when that buffer exists."""
@@ -670,3 +798,10 @@ class SapSolver:
             outputs=[force],
             device=self.device,
         )
+
+
+@wp.kernel
+def _difference(a: wp.array(dtype=float), b: wp.array(dtype=float), out: wp.array(dtype=float)):
+    """``out = a − b``."""
+    i = wp.tid()
+    out[i] = a[i] - b[i]

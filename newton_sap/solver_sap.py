@@ -21,7 +21,7 @@ from .conventions import free_joint_velocity_map
 from .options import SapOptions
 from .sap import SapSolver
 from .spatial import Inertia10
-from .topology import JOINT_DISTANCE, JOINT_FREE, ModelError, build_topology, to_device
+from .topology import JOINT_DISTANCE, JOINT_FREE, ModelError, bucket_views, build_topology, to_device
 
 
 @dataclass
@@ -99,7 +99,7 @@ class SolverSAP(newton.solvers.SolverBase):
         model = self.model
         device = model.device
         _validate_materials(model, self.options)
-        self.topology = build_topology(model, self.options.dense_max_dofs)
+        self.topology = build_topology(model, self.options.dense_max_dofs, self.options.dense_world_max_dofs)
         topo = self.topology
         self._topo = to_device(topo, device)
         nb, ndof = max(topo.body_count, 1), max(topo.dof_count, 1)
@@ -123,10 +123,7 @@ class SolverSAP(newton.solvers.SolverBase):
         self._y = zeros(ndof)
         self._x = zeros(ndof)
         self._dense = zeros(max(topo.dense_size, 1))
-        self._dense_views = {
-            n: self._dense[off : off + len(trees) * n * n].reshape((len(trees), n, n))
-            for (n, trees), off in zip(topo.dense_buckets.items(), topo.dense_bucket_offset.values(), strict=True)
-        }
+        self._dense_views = bucket_views(self._dense, topo.dense_buckets, topo.dense_bucket_offset)
         self._bucket_dof_start = {
             n: wp.array(topo.tree_dof_start[trees], dtype=wp.int32, device=device)
             for n, trees in topo.dense_buckets.items()
@@ -162,7 +159,7 @@ class SolverSAP(newton.solvers.SolverBase):
         if self._sap_ran:
             self._check_contact_capacity(contacts)
             self._sap.setup_contacts(self.model, contacts, self._body_q, self._dof_S, self._rows, dt)
-            v = self._sap.solve(self._rows, self._v0, self._v_star, self._tau, dt)
+            v = self._sap.solve(self._rows, self._dense, self._v0, self._v_star, self._tau, dt)
             self._sap.write_contact_forces(contacts, dt)
         self._flag_failed_worlds(v)
         self._integrate(state_in, state_out, dt, v)

@@ -109,21 +109,24 @@ class Topology:
     # SAP: dense per-world matrices grouped by world size
     world_buckets: dict[int, np.ndarray] = field(default_factory=dict)  # size n -> world ids
     world_bucket_offset: dict[int, int] = field(default_factory=dict)  # size n -> offset in world storage
-    world_dense_offset: np.ndarray | None = None  # [world] offset of its n×n block, -1 if it has no dofs
+    world_dense_offset: np.ndarray | None = None  # [world] offset of its n×n block, -1: no dofs or PCG world
     world_dense_size: int = 0
+    world_uses_pcg: np.ndarray | None = None  # [world] 1 where the SAP systems are solved by PCG
 
     @property
     def tree_count(self) -> int:
         return len(self.tree_dof_start)
 
 
-def build_topology(model: newton.Model, dense_max_dofs: int = 64) -> Topology:
+def build_topology(model: newton.Model, dense_max_dofs: int = 64, dense_world_max_dofs: int = 64) -> Topology:
     """Build every topology table of ``model`` and validate it.
 
     Args:
         model: A finalized Newton model (any number of worlds, also heterogeneous).
         dense_max_dofs: Trees with at most this many dofs use the dense Cholesky path, larger ones
             the level-parallel sparse LDLᵀ path.
+        dense_world_max_dofs: Worlds with at most this many dofs solve the SAP Newton systems with a
+            dense Cholesky, larger ones with block-preconditioned conjugate gradients.
 
     Raises:
         ModelError: unsupported joint type, a body that is the child of two joints (an unmarked
@@ -291,7 +294,7 @@ def build_topology(model: newton.Model, dense_max_dofs: int = 64) -> Topology:
     world_bucket_offset: dict[int, int] = {}
     world_dense_offset = np.full(world_count, -1, np.int64)
     woffset = 0
-    for n in sorted({int(n) for n in world_dof_count if n > 0}):
+    for n in sorted({int(n) for n in world_dof_count if 0 < n <= dense_world_max_dofs}):
         worlds = np.nonzero(world_dof_count == n)[0].astype(np.int32)
         world_buckets[n] = worlds
         world_bucket_offset[n] = woffset
@@ -365,6 +368,7 @@ def build_topology(model: newton.Model, dense_max_dofs: int = 64) -> Topology:
         world_bucket_offset=world_bucket_offset,
         world_dense_offset=world_dense_offset.astype(np.int32),
         world_dense_size=woffset,
+        world_uses_pcg=(world_dof_count > dense_world_max_dofs).astype(np.int32),
     )
     _check_dof_inertia(topo, mass, inertia, armature, children, joint_labels)
     return topo
@@ -442,6 +446,13 @@ class DeviceTopology:
             raise AttributeError(name) from e
 
 
+def bucket_views(storage: wp.array, buckets: dict[int, np.ndarray], offsets: dict[int, int]) -> dict[int, wp.array]:
+    """Per size n, the (count, n, n) view of ``storage`` holding that bucket's dense blocks."""
+    return {
+        n: storage[offsets[n] : offsets[n] + len(ids) * n * n].reshape((len(ids), n, n)) for n, ids in buckets.items()
+    }
+
+
 def to_device(topo: Topology, device) -> DeviceTopology:
     """Copy every index table of ``topo`` to ``device`` as int32 Warp arrays."""
     names = [
@@ -449,7 +460,7 @@ def to_device(topo: Topology, device) -> DeviceTopology:
         "dof_public", "dof_joint", "dof_body", "dof_parent", "dof_depth", "dof_tree", "dof_row_start",
         "dof_dense_offset", "dof_local", "dof_coord", "tree_dof_start", "tree_dof_count", "tree_world",
         "tree_body_start", "tree_bodies", "world_dof_start", "branch_start", "branch_joints", "body_last_dof",
-        "world_dense_offset", "dof_world",
+        "world_dense_offset", "dof_world", "world_uses_pcg",
     ]  # fmt: skip
     arrays = {
         n: wp.array(np.ascontiguousarray(getattr(topo, n), dtype=np.int32), dtype=wp.int32, device=device)
