@@ -98,6 +98,7 @@ def contact_rows(
     c_vhat_out: wp.array(dtype=wp.vec3),
     c_mu_out: wp.array(dtype=float),
     c_phi_out: wp.array(dtype=float),
+    c_point_out: wp.array(dtype=wp.vec3),
     c_nnz_out: wp.array(dtype=wp.int32),
     c_dof_out: wp.array2d(dtype=wp.int32),
     c_J_out: wp.array2d(dtype=wp.vec3),
@@ -170,5 +171,6 @@ def contact_rows(
     c_vhat_out[c] = contact_bias_velocity(phi0, dt, tau)
     c_mu_out[c] = mu
     c_phi_out[c] = phi0
+    c_point_out[c] = p
     c_nnz_out[c] = e
     wp.atomic_add(world_contact_count, world, 1)

@@ -563,6 +563,7 @@ class SapSolver:
         self.c_vhat = zeros(n, wp.vec3)
         self.c_mu = zeros(n)
         self.c_phi = zeros(n)
+        self.c_point = zeros(n, wp.vec3)
         self.c_nnz = zeros(n, wp.int32)
         self.c_dof = zeros((n, entries), wp.int32)
         self.c_J = zeros((n, entries), wp.vec3)
@@ -595,8 +596,8 @@ class SapSolver:
                 contacts.rigid_contact_margin0, contacts.rigid_contact_margin1, body_q, dof_S, A_rows,
             ],
             outputs=[
-                self.c_world, self.c_frame, self.c_R, self.c_vhat, self.c_mu, self.c_phi, self.c_nnz, self.c_dof,
-                self.c_J, self.world_contact_count,
+                self.c_world, self.c_frame, self.c_R, self.c_vhat, self.c_mu, self.c_phi, self.c_point, self.c_nnz,
+                self.c_dof, self.c_J, self.world_contact_count,
             ],
             device=self.device,
         )  # fmt: skip

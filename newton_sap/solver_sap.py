@@ -17,11 +17,11 @@ import numpy as np
 import warp as wp
 
 from . import dynamics, factorization, integration, kinematics
-from .conventions import free_joint_velocity_map
 from .options import SapOptions
 from .sap import SapSolver
+from .snapshot import SapSnapshot, take_snapshot
 from .spatial import Inertia10
-from .topology import JOINT_DISTANCE, JOINT_FREE, ModelError, bucket_views, build_topology, to_device
+from .topology import ModelError, bucket_views, build_topology, to_device
 
 
 @dataclass
@@ -45,32 +45,6 @@ class SolverStats:
     failed: np.ndarray
     num_contacts: np.ndarray
     contact_buffer_full: bool = False
-
-
-@dataclass
-class SapSnapshot:
-    """Dynamics of one state, one float64 NumPy array per world, in Newton's public generalized
-    coordinates (the order and meaning of ``State.joint_qd``, dual to ``Control.joint_f``).
-
-    Attributes:
-        mass_matrix: ``M(q)`` [kg, kg·m, kg·m²], n×n per world, armature included, damping not.
-        bias: ``b(q, v)`` with ``M q̈ + b = τ`` [N, N·m]: gravity, Coriolis and gyroscopic terms.
-        tau: The step's right-hand side ``joint_f + Jᵀ body_f − b − D v0 − K (q0 + Δt v0 − q_rest)``
-            [N, N·m] (D, K: joint damping and stiffness; K acts on scalar coordinates only).
-        v_star: Free-motion velocity ``v0 + Δt (M + Δt D + Δt² K)⁻¹ τ`` (public convention at ``q0``).
-        dof_start: Per world, the first public dof index (``joint_qd[dof_start[w] : dof_start[w] + n]``).
-
-    Internally the solver uses ``[ω; v_M]`` for FREE joints (see ``conventions.py``); with
-    ``q̇_pub = T q̇_int`` the public quantities are ``M_pub = T⁻ᵀ M_int T⁻¹`` and
-    ``b_pub = T⁻ᵀ b_int − M_pub Ṫ q̇_int``, ``τ_pub = T⁻ᵀ τ_int + M_pub Ṫ q̇_int`` (``Ṫ q̇_int`` is
-    ``ω × (ω × r)`` in the linear slots of each free joint, r = COM − M in F).
-    """
-
-    mass_matrix: list[np.ndarray]
-    bias: list[np.ndarray]
-    tau: list[np.ndarray]
-    v_star: list[np.ndarray]
-    dof_start: list[int]
 
 
 class SolverSAP(newton.solvers.SolverBase):
@@ -346,84 +320,12 @@ class SolverSAP(newton.solvers.SolverBase):
             contact_buffer_full=self._contact_buffer_full,
         )
 
-    def snapshot(self, state, control=None, dt: float = 1e-3) -> SapSnapshot:
-        """Diagnostic snapshot of the dynamics at ``state`` (see :class:`SapSnapshot`); ``dt`` [s] is
-        the step used for ``v_star``. Runs on the solver's device and copies to NumPy (not for hot
-        loops)."""
-        dt = self._check_dt(dt)
-        control = control if control is not None else self._default_control
-        topo = self.topology
-        # bias: the same pipeline with no applied or passive force gives τ = −b and A = M
-        self._dynamics(state, None, None, dt, passive=0, include_external=0)
-        mass_int = self._dense_matrices_internal()
-        bias_int = -self._tau.numpy()[: topo.dof_count].astype(np.float64)
-        self._dynamics(state, control.joint_f, state.body_f, dt, passive=1, include_external=1)
-        tau_int = self._tau.numpy()[: topo.dof_count].astype(np.float64)
-        self._free_motion(dt)
-        v_star_int = self._v_star.numpy()[: topo.dof_count].astype(np.float64)
-        v0_int = self._v0.numpy()[: topo.dof_count].astype(np.float64)
-        return self._to_public_snapshot(state, mass_int, bias_int, tau_int, v_star_int, v0_int)
-
-    def _dense_matrices_internal(self) -> list[np.ndarray]:
-        """Per world, the dense internal mass matrix assembled from the sparse rows (float64)."""
-        topo = self.topology
-        rows = self._rows.numpy().astype(np.float64)
-        out = []
-        for w in range(topo.world_count):
-            s, e = int(topo.world_dof_start[w]), int(topo.world_dof_start[w + 1])
-            M = np.zeros((e - s, e - s))
-            for i in range(s, e):
-                j, rs, di = i, topo.dof_row_start[i], topo.dof_depth[i]
-                while j >= 0:
-                    M[i - s, j - s] = M[j - s, i - s] = rows[rs + di - topo.dof_depth[j]]
-                    j = topo.dof_parent[j]
-            out.append(M)
-        return out
-
-    def _to_public_snapshot(self, state, mass_int, bias_int, tau_int, v_star_int, v0_int) -> SapSnapshot:
-        """Map internal per-world quantities to Newton's public coordinates (see :class:`SapSnapshot`)."""
-        topo, model = self.topology, self.model
-        body_q = self._body_q.numpy()
-        body_com = model.body_com.numpy()
-        jtype = model.joint_type.numpy()
-        jparent = model.joint_parent.numpy()
-        jX_p = model.joint_X_p.numpy()
-        jX_c = model.joint_X_c.numpy()
-        jchild = model.joint_child.numpy()
-        snap = SapSnapshot([], [], [], [], [])
-        for w in range(topo.world_count):
-            s, e = int(topo.world_dof_start[w]), int(topo.world_dof_start[w + 1])
-            n = e - s
-            pub = topo.dof_public[s:e]
-            pub0 = int(pub.min()) if n else 0
-            # permutation P (internal -> public slot) and the free-joint maps T
-            Tm = np.zeros((n, n))
-            acc = np.zeros(n)  # Ṫ q̇_int in public slots
-            handled = np.zeros(n, bool)
-            for i in range(n):
-                if handled[i]:
-                    continue
-                j = int(topo.dof_joint[s + i])
-                if jtype[j] in (JOINT_FREE, JOINT_DISTANCE):
-                    r = _free_joint_com_in_parent(body_q, body_com, jparent[j], jchild[j], jX_p[j], jX_c[j])
-                    Tf = free_joint_velocity_map(r)
-                    ints = np.arange(i, i + 6)
-                    pubs = np.sort(pub[ints]) - pub0  # the joint's public slots, order [v, ω]
-                    Tm[np.ix_(pubs, ints)] = Tf
-                    wv = v0_int[s + i : s + i + 3]
-                    acc[pubs[0:3]] = np.cross(wv, np.cross(wv, r))
-                    handled[ints] = True
-                else:
-                    Tm[pub[i] - pub0, i] = 1.0
-                    handled[i] = True
-            Tinv = np.linalg.inv(Tm)
-            M_pub = Tinv.T @ mass_int[w] @ Tinv
-            snap.mass_matrix.append(M_pub)
-            snap.bias.append(Tinv.T @ bias_int[s:e] - M_pub @ acc)
-            snap.tau.append(Tinv.T @ tau_int[s:e] + M_pub @ acc)
-            snap.v_star.append(Tm @ v_star_int[s:e])
-            snap.dof_start.append(pub0)
-        return snap
+    def snapshot(self, state, control=None, dt: float = 1e-3, contacts=None) -> SapSnapshot:
+        """Diagnostic snapshot of the dynamics at ``state`` (see :class:`~newton_sap.snapshot.SapSnapshot`);
+        ``dt`` [s] is the step used for ``v_star`` and the constraint data; with ``contacts`` (Newton's
+        ``Contacts`` for ``state``) it also holds the step's contact problem and its solution. Copies to
+        NumPy: not for hot loops. The solver's last-step ``stats`` are left as they were."""
+        return take_snapshot(self, state, control, self._check_dt(dt), contacts)
 
 
 def _validate_materials(model: newton.Model, options: SapOptions) -> None:
@@ -443,35 +345,6 @@ def _validate_materials(model: newton.Model, options: SapOptions) -> None:
             raise ModelError(f"{name} has contact stiffness shape_material_ke = {ke[s]} [N/m]; it must be > 0")
         if options.contact_dissipation_time is None and not kd[s] >= 0.0:
             raise ModelError(f"{name} has negative contact damping shape_material_kd = {kd[s]}")
-
-
-def _free_joint_com_in_parent(body_q, body_com, parent, child, X_p, X_c) -> np.ndarray:
-    """COM of a free joint's child relative to the joint child frame origin M, in the parent frame F [m]."""
-    X_WC = body_q[child]
-    X_WP = body_q[parent] if parent >= 0 else np.array([0, 0, 0, 0, 0, 0, 1.0])
-    X_WF = _tf_mul(X_WP, X_p)
-    X_WM = _tf_mul(X_WC, X_c)
-    c = X_WC[:3] + _quat_rotate(X_WC[3:], body_com[child])
-    return _quat_rotate(_quat_conj(X_WF[3:]), c - X_WM[:3])
-
-
-def _quat_rotate(q, v):
-    q = np.asarray(q, np.float64)
-    u, s = q[:3], q[3]
-    return 2.0 * np.dot(u, v) * u + (s * s - np.dot(u, u)) * np.asarray(v) + 2.0 * s * np.cross(u, v)
-
-
-def _quat_conj(q):
-    return np.array([-q[0], -q[1], -q[2], q[3]])
-
-
-def _quat_mul(a, b):
-    av, aw, bv, bw = a[:3], a[3], b[:3], b[3]
-    return np.concatenate([aw * bv + bw * av + np.cross(av, bv), [aw * bw - np.dot(av, bv)]])
-
-
-def _tf_mul(a, b):
-    return np.concatenate([a[:3] + _quat_rotate(a[3:], b[:3]), _quat_mul(a[3:], b[3:])])
 
 
 @wp.kernel

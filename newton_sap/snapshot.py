@@ -1,0 +1,186 @@
+"""Diagnostic snapshot of one step's dynamics and contact problem, in Newton's public coordinates.
+
+Host-side (NumPy) and built from the solver's own buffers: for tests, debugging and analysis, not for
+hot loops.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .conventions import free_joint_velocity_map
+from .diagnostics import quat_to_matrix
+from .topology import JOINT_DISTANCE, JOINT_FREE
+
+
+@dataclass
+class SapSnapshot:
+    """Dynamics of one state, one float64 NumPy array per world, in Newton's public generalized
+    coordinates (the order and meaning of ``State.joint_qd``, dual to ``Control.joint_f``).
+
+    Attributes:
+        mass_matrix: ``M(q)`` [kg, kg·m, kg·m²], n×n per world, armature included, damping not.
+        bias: ``b(q, v)`` with ``M q̈ + b = τ`` [N, N·m]: gravity, Coriolis and gyroscopic terms.
+        tau: The step's right-hand side ``joint_f + Jᵀ body_f − b − D v0 − K (q0 + Δt v0 − q_rest)``
+            [N, N·m] (D, K: joint damping and stiffness; K acts on scalar coordinates only).
+        v_star: Free-motion velocity ``v0 + Δt (M + Δt D + Δt² K)⁻¹ τ`` (public convention at ``q0``).
+        dof_start: Per world, the first public dof index (``joint_qd[dof_start[w] : dof_start[w] + n]``).
+        contact_jacobian: With contacts: per world, ``J`` of shape (3·nc, n) with
+            ``v_c = J joint_qd`` [m/s], three rows (t1, t2, n) per contact in slot order.
+        contact_frame: Per world, (nc, 3, 3) rotations ``R_WC = [t1 t2 n]``, normal from shape 0 to 1.
+        contact_distance: Per world, (nc,) signed distances φ0 [m] (negative: penetration).
+        contact_point: Per world, (nc, 3) contact points [m] in world, midway between the surfaces.
+        contact_compliance: Per world, (nc, 3) the regularization ``R`` [s/kg].
+        contact_bias_velocity: Per world, (nc, 3) ``v̂`` [m/s].
+        contact_friction: Per world, (nc,) μ.
+        contact_impulse: Per world, (nc, 3) the solved impulses γ [N·s] in the contact frames.
+        velocity: With contacts: per world, the step's solved velocity ``v`` (public convention at
+            ``q0``): ``A (v − v*) = Jᵀ γ`` at convergence.
+
+    Internally the solver uses ``[ω; v_M]`` for FREE joints (see ``conventions.py``); with
+    ``q̇_pub = T q̇_int`` the public quantities are ``M_pub = T⁻ᵀ M_int T⁻¹``,
+    ``b_pub = T⁻ᵀ b_int − M_pub Ṫ q̇_int``, ``τ_pub = T⁻ᵀ τ_int + M_pub Ṫ q̇_int`` (``Ṫ q̇_int`` is
+    ``ω × (ω × r)`` in the linear slots of each free joint, r = COM − M in F) and ``J_pub = J_int T⁻¹``.
+    """
+
+    mass_matrix: list[np.ndarray] = field(default_factory=list)
+    bias: list[np.ndarray] = field(default_factory=list)
+    tau: list[np.ndarray] = field(default_factory=list)
+    v_star: list[np.ndarray] = field(default_factory=list)
+    dof_start: list[int] = field(default_factory=list)
+    contact_jacobian: list[np.ndarray] = field(default_factory=list)
+    contact_frame: list[np.ndarray] = field(default_factory=list)
+    contact_distance: list[np.ndarray] = field(default_factory=list)
+    contact_point: list[np.ndarray] = field(default_factory=list)
+    contact_compliance: list[np.ndarray] = field(default_factory=list)
+    contact_bias_velocity: list[np.ndarray] = field(default_factory=list)
+    contact_friction: list[np.ndarray] = field(default_factory=list)
+    contact_impulse: list[np.ndarray] = field(default_factory=list)
+    velocity: list[np.ndarray] = field(default_factory=list)
+
+
+def take_snapshot(solver, state, control, dt: float, contacts) -> SapSnapshot:
+    """Run the step's dynamics (and, with ``contacts``, its SAP solve) on ``solver`` without
+    integrating, and gather the results per world in public coordinates. After a snapshot with
+    contacts, ``solver.stats`` describe the snapshot's solve."""
+    control = control if control is not None else solver._default_control
+    n = solver.topology.dof_count
+
+    def host(array):
+        return array.numpy()[:n].astype(np.float64)
+
+    # bias: the same pipeline with no applied or passive force gives τ = −b and A = M
+    solver._dynamics(state, None, None, dt, passive=0, include_external=0)
+    mass_int = _world_matrices(solver.topology, solver._rows.numpy().astype(np.float64))
+    bias_int = -host(solver._tau)
+    solver._dynamics(state, control.joint_f, state.body_f, dt, passive=1, include_external=1)
+    tau_int, v0_int = host(solver._tau), host(solver._v0)
+    solver._free_motion(dt)
+    v_star_int = host(solver._v_star)
+    snap = SapSnapshot()
+    maps = _velocity_maps(solver, v0_int)
+    for w, (T, acc, pub0) in enumerate(maps):
+        s, e = int(solver.topology.world_dof_start[w]), int(solver.topology.world_dof_start[w + 1])
+        T_inv = np.linalg.inv(T)
+        M_pub = T_inv.T @ mass_int[w] @ T_inv
+        snap.mass_matrix.append(M_pub)
+        snap.bias.append(T_inv.T @ bias_int[s:e] - M_pub @ acc)
+        snap.tau.append(T_inv.T @ tau_int[s:e] + M_pub @ acc)
+        snap.v_star.append(T @ v_star_int[s:e])
+        snap.dof_start.append(pub0)
+    if contacts is not None:
+        _contact_data(solver, contacts, dt, maps, snap)
+    return snap
+
+
+def _contact_data(solver, contacts, dt, maps, snap) -> None:
+    """Set up and solve the step's contact problem; gather it per world."""
+    sap, topo = solver._sap, solver.topology
+    solver._sap_ran = True
+    sap.setup_contacts(solver.model, contacts, solver._body_q, solver._dof_S, solver._rows, dt)
+    v_int = sap.solve(solver._rows, solver._dense, solver._v0, solver._v_star, solver._tau, dt).numpy()
+    c_world = sap.c_world.numpy()
+    c_nnz, c_dof, c_J = sap.c_nnz.numpy(), sap.c_dof.numpy(), sap.c_J.numpy().astype(np.float64)
+    arrays = {
+        "contact_frame": sap.c_frame.numpy(),
+        "contact_distance": sap.c_phi.numpy(),
+        "contact_point": sap.c_point.numpy(),
+        "contact_compliance": sap.c_R.numpy(),
+        "contact_bias_velocity": sap.c_vhat.numpy(),
+        "contact_friction": sap.c_mu.numpy(),
+        "contact_impulse": sap.c_gamma.numpy(),
+    }
+    for w, (T, _acc, _pub0) in enumerate(maps):
+        s, e = int(topo.world_dof_start[w]), int(topo.world_dof_start[w + 1])
+        slots = np.nonzero(c_world == w)[0]
+        J = np.zeros((3 * len(slots), e - s))
+        for row, c in enumerate(slots):
+            for k in range(c_nnz[c]):
+                J[3 * row : 3 * row + 3, c_dof[c, k] - s] += c_J[c, k]
+        snap.contact_jacobian.append(J @ np.linalg.inv(T))
+        snap.velocity.append(T @ v_int[s:e].astype(np.float64))
+        for name, values in arrays.items():
+            getattr(snap, name).append(values[slots].astype(np.float64))
+
+
+def _world_matrices(topo, rows: np.ndarray) -> list[np.ndarray]:
+    """Per world, the dense internal matrix assembled from the sparse lower-triangle rows."""
+    out = []
+    for w in range(topo.world_count):
+        s, e = int(topo.world_dof_start[w]), int(topo.world_dof_start[w + 1])
+        M = np.zeros((e - s, e - s))
+        for i in range(s, e):
+            j, rs, di = i, topo.dof_row_start[i], topo.dof_depth[i]
+            while j >= 0:
+                M[i - s, j - s] = M[j - s, i - s] = rows[rs + di - topo.dof_depth[j]]
+                j = topo.dof_parent[j]
+        out.append(M)
+    return out
+
+
+def _velocity_maps(solver, v0_int: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, int]]:
+    """Per world: ``T`` with ``q̇_pub = T q̇_int`` (a permutation, plus the free-joint blocks of
+    :func:`free_joint_velocity_map`), ``Ṫ q̇_int`` at v0 in public slots, and the first public dof."""
+    topo, model = solver.topology, solver.model
+    body_q = solver._body_q.numpy().astype(np.float64)
+    body_com = model.body_com.numpy().astype(np.float64)
+    jtype, jparent, jchild = model.joint_type.numpy(), model.joint_parent.numpy(), model.joint_child.numpy()
+    jX_p, jX_c = model.joint_X_p.numpy().astype(np.float64), model.joint_X_c.numpy().astype(np.float64)
+    maps = []
+    for w in range(topo.world_count):
+        s, e = int(topo.world_dof_start[w]), int(topo.world_dof_start[w + 1])
+        n = e - s
+        pub = topo.dof_public[s:e]
+        pub0 = int(pub.min()) if n else 0
+        T = np.zeros((n, n))
+        acc = np.zeros(n)
+        i = 0
+        while i < n:
+            j = int(topo.dof_joint[s + i])
+            if jtype[j] in (JOINT_FREE, JOINT_DISTANCE):
+                r = _free_joint_com_in_parent(body_q, body_com, jparent[j], jchild[j], jX_p[j], jX_c[j])
+                ints = np.arange(i, i + 6)
+                pubs = np.sort(pub[ints]) - pub0  # the joint's public slots, order [v, ω]
+                T[np.ix_(pubs, ints)] = free_joint_velocity_map(r)
+                w0 = v0_int[s + i : s + i + 3]
+                acc[pubs[0:3]] = np.cross(w0, np.cross(w0, r))
+                i += 6
+            else:
+                T[pub[i] - pub0, i] = 1.0
+                i += 1
+        maps.append((T, acc, pub0))
+    return maps
+
+
+def _free_joint_com_in_parent(body_q, body_com, parent, child, X_p, X_c) -> np.ndarray:
+    """COM of a free joint's child relative to the joint child frame origin M, in the parent frame F [m]."""
+    X_WC = body_q[child]
+    R_WC = quat_to_matrix(X_WC[3:])
+    R_WF = quat_to_matrix(X_p[3:])
+    if parent >= 0:
+        R_WF = quat_to_matrix(body_q[parent][3:]) @ R_WF
+    p_M = X_WC[:3] + R_WC @ X_c[:3]
+    c = X_WC[:3] + R_WC @ body_com[child]
+    return R_WF.T @ (c - p_M)
