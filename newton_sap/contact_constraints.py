@@ -17,6 +17,7 @@ Per contact slot (one thread each, ``slot < rigid_contact_count``):
 
 import warp as wp
 
+from .constraints.dispatch import CONTACT
 from .constraints.friction_cone import contact_bias_velocity, contact_compliance
 
 
@@ -93,10 +94,11 @@ def contact_rows(
     A_rows: wp.array(dtype=float),
     # outputs
     c_world_out: wp.array(dtype=wp.int32),
+    c_kind_out: wp.array(dtype=wp.int32),
     c_frame_out: wp.array(dtype=wp.mat33),
     c_R_out: wp.array(dtype=wp.vec3),
     c_vhat_out: wp.array(dtype=wp.vec3),
-    c_mu_out: wp.array(dtype=float),
+    c_param_out: wp.array(dtype=float),
     c_phi_out: wp.array(dtype=float),
     c_point_out: wp.array(dtype=wp.vec3),
     c_nnz_out: wp.array(dtype=wp.int32),
@@ -166,10 +168,11 @@ def contact_rows(
 
     k_pair, tau, mu = pair_parameters(s0, s1, shape_ke, shape_kd, shape_mu, stiffness_override, dissipation_override)
     c_world_out[c] = world
+    c_kind_out[c] = CONTACT
     c_frame_out[c] = R_WC
     c_R_out[c] = contact_compliance(k_pair, tau, dt, beta, sigma, w)
     c_vhat_out[c] = contact_bias_velocity(phi0, dt, tau)
-    c_mu_out[c] = mu
+    c_param_out[c] = mu
     c_phi_out[c] = phi0
     c_point_out[c] = p
     c_nnz_out[c] = e

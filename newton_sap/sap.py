@@ -12,7 +12,7 @@ Both are ``ℓ_A(v) = ½ (v − v_ref)ᵀ A (v − v_ref) − m Δt τᵀ (v −
 
 Each Newton iteration (all worlds at once; a converged world stops):
 
-1. ``contact_eval``: ``v_c = J v``, ``γ, G, ℓ_c``; accumulate ``Jᵀγ`` and ``Jᵀ G J`` into the world's
+1. ``constraint_eval``: ``v_c = J v``, ``γ, G, ℓ_c``; accumulate ``Jᵀγ`` and ``Jᵀ G J`` into the world's
    dense Hessian (initialized to A).
 2. ``gradient`` and ``check_convergence``: ``‖D ∇ℓ‖ ≤ ε_a + ε_r max(‖D A v‖, ‖D Jᵀγ‖)`` with
    ``D = diag(A)^-½``, or the cost criterion of the last line search.
@@ -27,7 +27,7 @@ import functools
 
 import warp as wp
 
-from .constraints.friction_cone import friction_cone_impulse
+from .constraints.dispatch import constraint_impulse
 from .contact_constraints import contact_rows
 from .factorization import sparse_matvec
 from .pcg import (
@@ -160,7 +160,7 @@ def sort_contacts_by_world(
 
 
 @wp.kernel
-def contact_eval(
+def constraint_eval(
     # model
     world_dof_start: wp.array(dtype=wp.int32),
     world_dense_offset: wp.array(dtype=wp.int32),
@@ -171,9 +171,10 @@ def contact_eval(
     # inputs
     world_active: wp.array(dtype=wp.int32),
     c_world: wp.array(dtype=wp.int32),
+    c_kind: wp.array(dtype=wp.int32),
     c_R: wp.array(dtype=wp.vec3),
     c_vhat: wp.array(dtype=wp.vec3),
-    c_mu: wp.array(dtype=float),
+    c_param: wp.array(dtype=float),
     c_nnz: wp.array(dtype=wp.int32),
     c_dof: wp.array2d(dtype=wp.int32),
     c_J: wp.array2d(dtype=wp.vec3),
@@ -202,7 +203,7 @@ def contact_eval(
     vc = wp.vec3(0.0)
     for e in range(nnz):
         vc += c_J[c, e] * v[c_dof[c, e]]
-    gamma, G, cost = friction_cone_impulse(vc, c_vhat[c], c_R[c], c_mu[c])
+    gamma, G, cost = constraint_impulse(c_kind[c], vc, c_vhat[c], c_R[c], c_param[c])
     c_vc_out[c] = vc
     c_gamma_out[c] = gamma
     c_G_out[c] = G
@@ -332,11 +333,12 @@ def constraint_slope(
     begin: int,
     end: int,
     world_contacts: wp.array(dtype=wp.int32),
+    c_kind: wp.array(dtype=wp.int32),
     c_vc: wp.array(dtype=wp.vec3),
     c_dvc: wp.array(dtype=wp.vec3),
     c_vhat: wp.array(dtype=wp.vec3),
     c_R: wp.array(dtype=wp.vec3),
-    c_mu: wp.array(dtype=float),
+    c_param: wp.array(dtype=float),
 ):
     """Constraint part of ``ℓ(α)``, ``dℓ/dα`` and ``d²ℓ/dα²`` along ``v_c + α Δv_c``."""
     cost = float(0.0)
@@ -345,7 +347,7 @@ def constraint_slope(
     for k in range(begin, end):
         c = world_contacts[k]
         dvc = c_dvc[c]
-        gamma, G, lc = friction_cone_impulse(c_vc[c] + alpha * dvc, c_vhat[c], c_R[c], c_mu[c])
+        gamma, G, lc = constraint_impulse(c_kind[c], c_vc[c] + alpha * dvc, c_vhat[c], c_R[c], c_param[c])
         cost += lc
         slope -= wp.dot(dvc, gamma)
         curvature += wp.dot(dvc, G * dvc)
@@ -395,13 +397,14 @@ def line_search(
     world_contact_start: wp.array(dtype=wp.int32),
     world_contact_count: wp.array(dtype=wp.int32),
     world_contacts: wp.array(dtype=wp.int32),
+    c_kind: wp.array(dtype=wp.int32),
     c_nnz: wp.array(dtype=wp.int32),
     c_dof: wp.array2d(dtype=wp.int32),
     c_J: wp.array2d(dtype=wp.vec3),
     c_vc: wp.array(dtype=wp.vec3),
     c_vhat: wp.array(dtype=wp.vec3),
     c_R: wp.array(dtype=wp.vec3),
-    c_mu: wp.array(dtype=float),
+    c_param: wp.array(dtype=float),
     dv: wp.array(dtype=float),
     # outputs (v is read and updated)
     c_dvc_out: wp.array(dtype=wp.vec3),
@@ -435,13 +438,15 @@ def line_search(
             dvc += c_J[c, e] * dv[c_dof[c, e]]
         c_dvc_out[c] = dvc
 
-    lc0, dc0, _h0 = constraint_slope(0.0, begin, end, world_contacts, c_vc, c_dvc_out, c_vhat, c_R, c_mu)
+    lc0, dc0, _h0 = constraint_slope(0.0, begin, end, world_contacts, c_kind, c_vc, c_dvc_out, c_vhat, c_R, c_param)
     cost0 = lA0 + lc0
     slope0 = s0 + dc0
     alpha = float(0.0)
     if slope0 < 0.0:  # a descent direction (round-off can spoil it at the optimum)
         if exact == 1:
-            lc, dc, hc = constraint_slope(ALPHA_MAX, begin, end, world_contacts, c_vc, c_dvc_out, c_vhat, c_R, c_mu)
+            lc, dc, hc = constraint_slope(
+                ALPHA_MAX, begin, end, world_contacts, c_kind, c_vc, c_dvc_out, c_vhat, c_R, c_param
+            )
             if s0 + ALPHA_MAX * s1 + dc <= 0.0:
                 alpha = float(ALPHA_MAX)
             else:
@@ -449,7 +454,9 @@ def line_search(
                 hi = float(ALPHA_MAX)
                 alpha = float(1.0)
                 for _it in range(LINE_SEARCH_MAX_ITERATIONS):
-                    lc, dc, hc = constraint_slope(alpha, begin, end, world_contacts, c_vc, c_dvc_out, c_vhat, c_R, c_mu)
+                    lc, dc, hc = constraint_slope(
+                        alpha, begin, end, world_contacts, c_kind, c_vc, c_dvc_out, c_vhat, c_R, c_param
+                    )
                     f = s0 + alpha * s1 + dc
                     if wp.abs(f) <= LINE_SEARCH_REL_TOLERANCE * wp.abs(slope0):
                         break
@@ -465,11 +472,13 @@ def line_search(
         else:
             alpha = float(ALPHA_MAX)
             for _it in range(LINE_SEARCH_MAX_ITERATIONS):
-                lc, dc, hc = constraint_slope(alpha, begin, end, world_contacts, c_vc, c_dvc_out, c_vhat, c_R, c_mu)
+                lc, dc, hc = constraint_slope(
+                    alpha, begin, end, world_contacts, c_kind, c_vc, c_dvc_out, c_vhat, c_R, c_param
+                )
                 if lA0 + alpha * s0 + 0.5 * alpha * alpha * s1 + lc <= cost0 + ARMIJO_C * alpha * slope0:
                     break
                 alpha *= BACKTRACKING_RHO
-    lc1, dc1, hc1 = constraint_slope(alpha, begin, end, world_contacts, c_vc, c_dvc_out, c_vhat, c_R, c_mu)
+    lc1, dc1, hc1 = constraint_slope(alpha, begin, end, world_contacts, c_kind, c_vc, c_dvc_out, c_vhat, c_R, c_param)
     cost1 = lA0 + alpha * s0 + 0.5 * alpha * alpha * s1 + lc1
     for i in range(n):
         v[s + i] = v[s + i] + alpha * dv[s + i]
@@ -558,10 +567,11 @@ class SapSolver:
             return wp.zeros(shape, dtype=dtype, device=self.device)
 
         self.c_world = wp.full(n, -1, dtype=wp.int32, device=self.device)
+        self.c_kind = zeros(n, wp.int32)
         self.c_frame = zeros(n, wp.mat33)
         self.c_R = zeros(n, wp.vec3)
         self.c_vhat = zeros(n, wp.vec3)
-        self.c_mu = zeros(n)
+        self.c_param = zeros(n)
         self.c_phi = zeros(n)
         self.c_point = zeros(n, wp.vec3)
         self.c_nnz = zeros(n, wp.int32)
@@ -596,7 +606,8 @@ class SapSolver:
                 contacts.rigid_contact_margin0, contacts.rigid_contact_margin1, body_q, dof_S, A_rows,
             ],
             outputs=[
-                self.c_world, self.c_frame, self.c_R, self.c_vhat, self.c_mu, self.c_phi, self.c_point, self.c_nnz,
+                self.c_world, self.c_kind, self.c_frame, self.c_R, self.c_vhat, self.c_param, self.c_phi, self.c_point,
+                self.c_nnz,
                 self.c_dof, self.c_J, self.world_contact_count,
             ],
             device=self.device,
@@ -659,11 +670,11 @@ class SapSolver:
             self.world_norms.zero_()
             self.world_cost.zero_()
             wp.launch(
-                contact_eval,
+                constraint_eval,
                 dim=self.c_world.shape[0],
                 inputs=[T.world_dof_start, T.world_dense_offset, T.dof_tree, T.dof_dense_offset, T.dof_local,
-                        T.tree_dof_count, self.world_active, self.c_world, self.c_R, self.c_vhat, self.c_mu,
-                        self.c_nnz, self.c_dof, self.c_J, self.v],
+                        T.tree_dof_count, self.world_active, self.c_world, self.c_kind, self.c_R, self.c_vhat,
+                        self.c_param, self.c_nnz, self.c_dof, self.c_J, self.v],
                 outputs=[self.c_vc, self.c_gamma, self.c_G, self.jtg, self.H, self.P, self.pdiag, self.world_cost],
                 device=dev,
             )  # fmt: skip
@@ -702,8 +713,8 @@ class SapSolver:
                 line_search,
                 dim=nw,
                 inputs=[T.world_dof_start, int(o.line_search == "exact"), self.world_active, self.world_line,
-                        self.world_contact_start, self.world_contact_count, self.world_contacts, self.c_nnz,
-                        self.c_dof, self.c_J, self.c_vc, self.c_vhat, self.c_R, self.c_mu, self.dv],
+                        self.world_contact_start, self.world_contact_count, self.world_contacts, self.c_kind,
+                        self.c_nnz, self.c_dof, self.c_J, self.c_vc, self.c_vhat, self.c_R, self.c_param, self.dv],
                 outputs=[self.c_dvc, self.v, self.world_cost, self.world_cost_stalled, self.world_alpha],
                 device=dev,
             )  # fmt: skip

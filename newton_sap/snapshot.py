@@ -109,7 +109,7 @@ def _contact_data(solver, contacts, dt, maps, snap) -> None:
         "contact_point": sap.c_point.numpy(),
         "contact_compliance": sap.c_R.numpy(),
         "contact_bias_velocity": sap.c_vhat.numpy(),
-        "contact_friction": sap.c_mu.numpy(),
+        "contact_friction": sap.c_param.numpy(),
         "contact_impulse": sap.c_gamma.numpy(),
     }
     for w, (T, _acc, _pub0) in enumerate(maps):

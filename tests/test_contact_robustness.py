@@ -4,10 +4,11 @@ import newton
 import numpy as np
 import pytest
 import warp as wp
-from contact_scenes import Run, box_on_ground, with_material
 
 import newton_sap
 from newton_sap import ModelError
+
+from contact_scenes import Run, box_on_ground, with_material
 
 
 def test_negative_friction_names_the_shape():

@@ -5,6 +5,7 @@ import newton.examples
 import numpy as np
 import pytest
 import warp as wp
+
 from contact_scenes import G, Run, box_on_ground, sphere_on_ground
 
 

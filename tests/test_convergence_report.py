@@ -1,12 +1,12 @@
 """Newton iterations per step and converged fraction over the contact test scenes (SAP.md §6 expects a
 handful of iterations on contact-rich steps and every world converged at the default tolerance)."""
 
-import numpy as np
-import warp as wp
-from contact_scenes import Run, box_on_ground, sphere_on_ground
-
 import newton
 import newton.examples
+import numpy as np
+import warp as wp
+
+from contact_scenes import Run, box_on_ground, sphere_on_ground
 
 SCENES = {
     "resting sphere": (lambda: sphere_on_ground(), None, 100),

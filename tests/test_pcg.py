@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+
 from contact_scenes import Run, box_on_ground
 
 

@@ -3,9 +3,10 @@ its solution satisfies the discrete momentum balance ``M (v − v*) = Jᵀ γ``.
 
 import newton
 import numpy as np
-from contact_scenes import Run, box_on_ground
 
 from newton_sap.diagnostics import quat_to_matrix
+
+from contact_scenes import Run, box_on_ground
 
 
 def point_velocity(state, model, body, point):

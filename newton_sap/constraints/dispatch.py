@@ -1,0 +1,22 @@
+"""One entry point for every constraint type, so the SAP iterations stay type-agnostic.
+
+A constraint occupies one slot of the solver's constraint arrays: up to three velocity rows
+``v_c = J v`` (sparse Jacobian entries), a diagonal compliance ``R``, a bias velocity ``v̂`` and one
+type parameter (μ for contacts). Adding a type means: its module with the impulse contract (see the
+package doc), one branch below, and a kernel that fills its slots.
+"""
+
+import warp as wp
+
+from .friction_cone import friction_cone_impulse
+
+CONTACT = wp.constant(0)
+"""Point contact with regularized friction (``friction_cone.py``); parameter: μ."""
+
+
+@wp.func
+def constraint_impulse(kind: int, v_c: wp.vec3, v_hat: wp.vec3, R: wp.vec3, parameter: float):
+    """Impulse γ [N·s], Hessian ``G = −∂γ/∂v_c`` and cost ℓ [J] of a constraint of type ``kind``."""
+    if kind == CONTACT:
+        return friction_cone_impulse(v_c, v_hat, R, parameter)
+    return wp.vec3(0.0), wp.mat33(0.0), float(0.0)
