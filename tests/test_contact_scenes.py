@@ -99,6 +99,9 @@ def test_dropped_humanoid_comes_to_rest():
     assert np.all(np.isfinite(run.q)) and np.all(run.converged)
     assert np.abs(run.qd).max() < 0.5
     assert 0.0 < run.q[2] < 0.5  # lying on the ground, not sunk, not launched
+    run.pipeline.collide(run.s0, run.contacts)
+    distances = run.solver.snapshot(run.s0, dt=0.01, contacts=run.contacts).contact_distance[0]
+    assert distances.min() > -3e-3  # the default contact stiffness keeps penetration to millimetres
 
 
 @pytest.mark.parametrize("line_search", ["exact", "backtracking"])
