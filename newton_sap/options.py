@@ -29,6 +29,10 @@ class SapOptions:
             ``shape_material_kd / shape_material_ke`` of each shape (summed).
         near_rigid_threshold: β of the near-rigid regime (0: purely compliant contact).
         friction_regularization: σ: regularized friction slips by about ``σ Δt g`` when sticking.
+        joint_limit_stiffness: Stiffness [N/m or N·m/rad] of every joint limit (near-rigid by
+            default: the β = 0.1 clamp decides); None uses Newton's ``joint_limit_ke``.
+        joint_limit_dissipation_time: Dissipation time τ_d [s] of joint limits when
+            ``joint_limit_stiffness`` is given; negative means one time step (Drake's choice).
         dense_max_dofs: Trees up to this many dofs factor their mass matrix densely (tiles), larger
             ones with the level-parallel sparse LDLᵀ.
         dense_world_max_dofs: Worlds up to this many dofs solve each Newton system with a dense tile
@@ -47,6 +51,8 @@ class SapOptions:
     contact_dissipation_time: float | None = DEFAULT_CONTACT_DISSIPATION_TIME
     near_rigid_threshold: float = 1.0
     friction_regularization: float = 1.0e-3
+    joint_limit_stiffness: float | None = 1.0e12
+    joint_limit_dissipation_time: float = -1.0
     dense_max_dofs: int = 64
     dense_world_max_dofs: int = 64
     raise_on_nonconvergence: bool = False
@@ -62,6 +68,8 @@ class SapOptions:
             raise ValueError(f"contact_stiffness must be > 0 [N/m] or None, got {self.contact_stiffness}")
         if self.contact_dissipation_time is not None and not self.contact_dissipation_time >= 0.0:
             raise ValueError(f"contact_dissipation_time must be >= 0 [s] or None, got {self.contact_dissipation_time}")
+        if self.joint_limit_stiffness is not None and not self.joint_limit_stiffness > 0.0:
+            raise ValueError(f"joint_limit_stiffness must be > 0 or None, got {self.joint_limit_stiffness}")
         if not self.near_rigid_threshold >= 0.0:
             raise ValueError(f"near_rigid_threshold must be >= 0, got {self.near_rigid_threshold}")
         if not self.friction_regularization > 0.0:

@@ -30,6 +30,7 @@ import warp as wp
 from .constraints.dispatch import constraint_impulse
 from .contact_constraints import contact_rows
 from .factorization import sparse_matvec
+from .joint_constraints import joint_constraint_rows
 from .pcg import (
     cg_direction,
     cg_dot,
@@ -99,7 +100,7 @@ def init_worlds(
     world_dof_start: wp.array(dtype=wp.int32),
     # inputs
     momentum_mode: int,
-    world_contact_count: wp.array(dtype=wp.int32),
+    world_constraint_count: wp.array(dtype=wp.int32),
     # outputs
     world_active_out: wp.array(dtype=wp.int32),
     world_iterations_out: wp.array(dtype=wp.int32),
@@ -112,7 +113,7 @@ def init_worlds(
     w = wp.tid()
     n = world_dof_start[w + 1] - world_dof_start[w]
     active = int(0)
-    if n > 0 and (world_contact_count[w] > 0 or momentum_mode == 1):
+    if n > 0 and (world_constraint_count[w] > 0 or momentum_mode == 1):
         active = 1
     world_active_out[w] = active
     world_iterations_out[w] = 0
@@ -141,22 +142,36 @@ def init_velocity(
 
 
 @wp.kernel
-def sort_contacts_by_world(
+def count_constraints(
     # inputs
     c_world: wp.array(dtype=wp.int32),
-    world_contact_start: wp.array(dtype=wp.int32),
+    # outputs
+    world_constraint_count_out: wp.array(dtype=wp.int32),
+):
+    """Constraints per world (contacts, drives, limits: every used slot)."""
+    c = wp.tid()
+    w = c_world[c]
+    if w >= 0:
+        wp.atomic_add(world_constraint_count_out, w, 1)
+
+
+@wp.kernel
+def sort_constraints_by_world(
+    # inputs
+    c_world: wp.array(dtype=wp.int32),
+    world_constraint_start: wp.array(dtype=wp.int32),
     # outputs
     world_fill: wp.array(dtype=wp.int32),
-    world_contacts_out: wp.array(dtype=wp.int32),
+    world_constraints_out: wp.array(dtype=wp.int32),
 ):
-    """Bucket the active contact slots by world (``world_contact_start`` is the exclusive scan of the
-    per-world counts)."""
+    """Bucket the used constraint slots by world (``world_constraint_start`` is the exclusive scan of
+    the per-world counts)."""
     c = wp.tid()
     w = c_world[c]
     if w < 0:
         return
     k = wp.atomic_add(world_fill, w, 1)
-    world_contacts_out[world_contact_start[w] + k] = c
+    world_constraints_out[world_constraint_start[w] + k] = c
 
 
 @wp.kernel
@@ -332,7 +347,7 @@ def constraint_slope(
     alpha: float,
     begin: int,
     end: int,
-    world_contacts: wp.array(dtype=wp.int32),
+    world_constraints: wp.array(dtype=wp.int32),
     c_kind: wp.array(dtype=wp.int32),
     c_vc: wp.array(dtype=wp.vec3),
     c_dvc: wp.array(dtype=wp.vec3),
@@ -345,7 +360,7 @@ def constraint_slope(
     slope = float(0.0)
     curvature = float(0.0)
     for k in range(begin, end):
-        c = world_contacts[k]
+        c = world_constraints[k]
         dvc = c_dvc[c]
         gamma, G, lc = constraint_impulse(c_kind[c], c_vc[c] + alpha * dvc, c_vhat[c], c_R[c], c_param[c])
         cost += lc
@@ -394,9 +409,9 @@ def line_search(
     exact: int,
     world_active: wp.array(dtype=wp.int32),
     world_line: wp.array(dtype=wp.vec3),
-    world_contact_start: wp.array(dtype=wp.int32),
-    world_contact_count: wp.array(dtype=wp.int32),
-    world_contacts: wp.array(dtype=wp.int32),
+    world_constraint_start: wp.array(dtype=wp.int32),
+    world_constraint_count: wp.array(dtype=wp.int32),
+    world_constraints: wp.array(dtype=wp.int32),
     c_kind: wp.array(dtype=wp.int32),
     c_nnz: wp.array(dtype=wp.int32),
     c_dof: wp.array2d(dtype=wp.int32),
@@ -429,23 +444,23 @@ def line_search(
     s0 = line[0]
     s1 = line[1]
     lA0 = line[2]
-    begin = world_contact_start[w]
-    end = begin + world_contact_count[w]
+    begin = world_constraint_start[w]
+    end = begin + world_constraint_count[w]
     for k in range(begin, end):
-        c = world_contacts[k]
+        c = world_constraints[k]
         dvc = wp.vec3(0.0)
         for e in range(c_nnz[c]):
             dvc += c_J[c, e] * dv[c_dof[c, e]]
         c_dvc_out[c] = dvc
 
-    lc0, dc0, _h0 = constraint_slope(0.0, begin, end, world_contacts, c_kind, c_vc, c_dvc_out, c_vhat, c_R, c_param)
+    lc0, dc0, _h0 = constraint_slope(0.0, begin, end, world_constraints, c_kind, c_vc, c_dvc_out, c_vhat, c_R, c_param)
     cost0 = lA0 + lc0
     slope0 = s0 + dc0
     alpha = float(0.0)
     if slope0 < 0.0:  # a descent direction (round-off can spoil it at the optimum)
         if exact == 1:
             lc, dc, hc = constraint_slope(
-                ALPHA_MAX, begin, end, world_contacts, c_kind, c_vc, c_dvc_out, c_vhat, c_R, c_param
+                ALPHA_MAX, begin, end, world_constraints, c_kind, c_vc, c_dvc_out, c_vhat, c_R, c_param
             )
             if s0 + ALPHA_MAX * s1 + dc <= 0.0:
                 alpha = float(ALPHA_MAX)
@@ -455,7 +470,7 @@ def line_search(
                 alpha = float(1.0)
                 for _it in range(LINE_SEARCH_MAX_ITERATIONS):
                     lc, dc, hc = constraint_slope(
-                        alpha, begin, end, world_contacts, c_kind, c_vc, c_dvc_out, c_vhat, c_R, c_param
+                        alpha, begin, end, world_constraints, c_kind, c_vc, c_dvc_out, c_vhat, c_R, c_param
                     )
                     f = s0 + alpha * s1 + dc
                     if wp.abs(f) <= LINE_SEARCH_REL_TOLERANCE * wp.abs(slope0):
@@ -473,12 +488,14 @@ def line_search(
             alpha = float(ALPHA_MAX)
             for _it in range(LINE_SEARCH_MAX_ITERATIONS):
                 lc, dc, hc = constraint_slope(
-                    alpha, begin, end, world_contacts, c_kind, c_vc, c_dvc_out, c_vhat, c_R, c_param
+                    alpha, begin, end, world_constraints, c_kind, c_vc, c_dvc_out, c_vhat, c_R, c_param
                 )
                 if lA0 + alpha * s0 + 0.5 * alpha * alpha * s1 + lc <= cost0 + ARMIJO_C * alpha * slope0:
                     break
                 alpha *= BACKTRACKING_RHO
-    lc1, dc1, hc1 = constraint_slope(alpha, begin, end, world_contacts, c_kind, c_vc, c_dvc_out, c_vhat, c_R, c_param)
+    lc1, dc1, hc1 = constraint_slope(
+        alpha, begin, end, world_constraints, c_kind, c_vc, c_dvc_out, c_vhat, c_R, c_param
+    )
     cost1 = lA0 + alpha * s0 + 0.5 * alpha * alpha * s1 + lc1
     for i in range(n):
         v[s + i] = v[s + i] + alpha * dv[s + i]
@@ -551,12 +568,15 @@ class SapSolver:
         self.world_norms = zeros(nw, wp.vec3)
         self.world_line = zeros(nw, wp.vec3)
         self.world_contact_count = zeros(nw, wp.int32)
-        self.world_contact_start = zeros(nw, wp.int32)
+        self.world_constraint_count = zeros(nw, wp.int32)
+        self.world_constraint_start = zeros(nw, wp.int32)
         self.world_fill = zeros(nw, wp.int32)
+        self.zero_dof_public = zeros(max(topology.dof_count, 1))
+        self.joint_constraints = False
         self.capacity = -1
-        self._allocate_contacts(0)
+        self._allocate_constraints(0)
 
-    def _allocate_contacts(self, capacity: int) -> None:
+    def _allocate_constraints(self, capacity: int) -> None:
         if capacity == self.capacity:
             return
         self.capacity = capacity
@@ -581,45 +601,66 @@ class SapSolver:
         self.c_dvc = zeros(n, wp.vec3)
         self.c_gamma = zeros(n, wp.vec3)
         self.c_G = zeros(n, wp.mat33)
-        self.world_contacts = zeros(n, wp.int32)
+        self.world_constraints = zeros(n, wp.int32)
 
-    def setup_contacts(self, model, contacts, body_q, dof_S, A_rows, dt: float) -> None:
-        """Contact rows of this step (or none when ``contacts`` is None)."""
-        o, T = self.options, self.T
+    def setup_constraints(self, model, state, control, contacts, body_q, dof_S, A_rows, v0, tau, dt: float) -> None:
+        """Constraint rows of this step: the contacts of ``contacts`` (may be None) in the first slots,
+        then the joint drives and limits when the model has any."""
+        o, T, dev = self.options, self.T, self.device
+        n_contacts = contacts.rigid_contact_max if contacts is not None and self.topo.dof_count else 0
+        n_joint = 3 * self.topo.dof_count if self.joint_constraints else 0
+        self._allocate_constraints(n_contacts + n_joint)
         self.world_contact_count.zero_()
-        if contacts is None or contacts.rigid_contact_max == 0 or self.topo.dof_count == 0:
+        if n_contacts:
+            stiffness = o.contact_stiffness if o.contact_stiffness is not None else -1.0
+            dissipation = o.contact_dissipation_time if o.contact_dissipation_time is not None else -1.0
+            wp.launch(
+                contact_rows,
+                dim=n_contacts,
+                inputs=[
+                    model.shape_body, model.shape_margin, model.shape_material_ke, model.shape_material_kd,
+                    model.shape_material_mu, T.body_tree, T.body_world, T.body_last_dof, T.dof_parent, T.dof_body,
+                    T.dof_row_start, stiffness, dissipation, o.near_rigid_threshold, o.friction_regularization, dt,
+                    contacts.rigid_contact_count, contacts.rigid_contact_shape0, contacts.rigid_contact_shape1,
+                    contacts.rigid_contact_point0, contacts.rigid_contact_point1, contacts.rigid_contact_normal,
+                    contacts.rigid_contact_margin0, contacts.rigid_contact_margin1, body_q, dof_S, A_rows,
+                ],
+                outputs=[
+                    self.c_world, self.c_kind, self.c_frame, self.c_R, self.c_vhat, self.c_param, self.c_phi,
+                    self.c_point, self.c_nnz, self.c_dof, self.c_J, self.world_contact_count,
+                ],
+                device=dev,
+            )  # fmt: skip
+        if n_joint:
+            limit_k = o.joint_limit_stiffness if o.joint_limit_stiffness is not None else -1.0
+            joint_act = control.joint_act if control.joint_act is not None else self.zero_dof_public
+            wp.launch(
+                joint_constraint_rows,
+                dim=self.topo.dof_count,
+                inputs=[
+                    T.dof_public, T.dof_coord, T.dof_world, T.dof_row_start, model.joint_target_mode,
+                    model.joint_target_ke, model.joint_target_kd, model.joint_effort_limit, model.joint_limit_lower,
+                    model.joint_limit_upper, model.joint_limit_ke, model.joint_limit_kd, limit_k,
+                    o.joint_limit_dissipation_time, n_contacts, dt, state.joint_q, control.joint_target_q,
+                    control.joint_target_qd, joint_act, v0, tau, A_rows,
+                ],
+                outputs=[self.c_world, self.c_kind, self.c_R, self.c_vhat, self.c_param, self.c_nnz, self.c_dof,
+                         self.c_J],
+                device=dev,
+            )  # fmt: skip
+        if n_contacts + n_joint == 0:
             self.c_world.fill_(-1)
-            self.world_contact_start.zero_()
-            return
-        self._allocate_contacts(contacts.rigid_contact_max)
-        stiffness = o.contact_stiffness if o.contact_stiffness is not None else -1.0
-        dissipation = o.contact_dissipation_time if o.contact_dissipation_time is not None else -1.0
-        wp.launch(
-            contact_rows,
-            dim=self.capacity,
-            inputs=[
-                model.shape_body, model.shape_margin, model.shape_material_ke, model.shape_material_kd,
-                model.shape_material_mu, T.body_tree, T.body_world, T.body_last_dof, T.dof_parent, T.dof_body,
-                T.dof_row_start, stiffness, dissipation, o.near_rigid_threshold, o.friction_regularization, dt,
-                contacts.rigid_contact_count, contacts.rigid_contact_shape0, contacts.rigid_contact_shape1,
-                contacts.rigid_contact_point0, contacts.rigid_contact_point1, contacts.rigid_contact_normal,
-                contacts.rigid_contact_margin0, contacts.rigid_contact_margin1, body_q, dof_S, A_rows,
-            ],
-            outputs=[
-                self.c_world, self.c_kind, self.c_frame, self.c_R, self.c_vhat, self.c_param, self.c_phi, self.c_point,
-                self.c_nnz,
-                self.c_dof, self.c_J, self.world_contact_count,
-            ],
-            device=self.device,
-        )  # fmt: skip
-        wp.utils.array_scan(self.world_contact_count, self.world_contact_start, inclusive=False)
+        self.world_constraint_count.zero_()
+        wp.launch(count_constraints, dim=self.capacity, inputs=[self.c_world], outputs=[self.world_constraint_count],
+                  device=dev)  # fmt: skip
+        wp.utils.array_scan(self.world_constraint_count, self.world_constraint_start, inclusive=False)
         self.world_fill.zero_()
         wp.launch(
-            sort_contacts_by_world,
+            sort_constraints_by_world,
             dim=self.capacity,
-            inputs=[self.c_world, self.world_contact_start],
-            outputs=[self.world_fill, self.world_contacts],
-            device=self.device,
+            inputs=[self.c_world, self.world_constraint_start],
+            outputs=[self.world_fill, self.world_constraints],
+            device=dev,
         )
 
     def _matvec(self, A_rows, x, y) -> None:
@@ -643,7 +684,7 @@ class SapSolver:
         wp.launch(
             init_worlds,
             dim=nw,
-            inputs=[T.world_dof_start, momentum, self.world_contact_count],
+            inputs=[T.world_dof_start, momentum, self.world_constraint_count],
             outputs=[self.world_active, self.world_iterations, self.world_residual, self.world_converged,
                      self.world_cost_stalled],
             device=dev,
@@ -713,7 +754,7 @@ class SapSolver:
                 line_search,
                 dim=nw,
                 inputs=[T.world_dof_start, int(o.line_search == "exact"), self.world_active, self.world_line,
-                        self.world_contact_start, self.world_contact_count, self.world_contacts, self.c_kind,
+                        self.world_constraint_start, self.world_constraint_count, self.world_constraints, self.c_kind,
                         self.c_nnz, self.c_dof, self.c_J, self.c_vc, self.c_vhat, self.c_R, self.c_param, self.dv],
                 outputs=[self.c_dvc, self.v, self.world_cost, self.world_cost_stalled, self.world_alpha],
                 device=dev,

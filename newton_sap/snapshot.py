@@ -91,15 +91,16 @@ def take_snapshot(solver, state, control, dt: float, contacts) -> SapSnapshot:
         snap.v_star.append(T @ v_star_int[s:e])
         snap.dof_start.append(pub0)
     if contacts is not None:
-        _contact_data(solver, contacts, dt, maps, snap)
+        _contact_data(solver, state, control, contacts, dt, maps, snap)
     return snap
 
 
-def _contact_data(solver, contacts, dt, maps, snap) -> None:
+def _contact_data(solver, state, control, contacts, dt, maps, snap) -> None:
     """Set up and solve the step's contact problem; gather it per world."""
     sap, topo = solver._sap, solver.topology
     solver._sap_ran = True
-    sap.setup_contacts(solver.model, contacts, solver._body_q, solver._dof_S, solver._rows, dt)
+    sap.setup_constraints(solver.model, state, control, contacts, solver._body_q, solver._dof_S, solver._rows,
+                          solver._v0, solver._tau, dt)  # fmt: skip
     v_int = sap.solve(solver._rows, solver._dense, solver._v0, solver._v_star, solver._tau, dt).numpy()
     c_world = sap.c_world.numpy()
     c_nnz, c_dof, c_J = sap.c_nnz.numpy(), sap.c_dof.numpy(), sap.c_J.numpy().astype(np.float64)

@@ -17,6 +17,7 @@ import numpy as np
 import warp as wp
 
 from . import dynamics, factorization, integration, kinematics
+from .joint_constraints import NO_LIMIT
 from .options import SapOptions
 from .sap import SapSolver
 from .snapshot import SapSnapshot, take_snapshot
@@ -109,6 +110,7 @@ class SolverSAP(newton.solvers.SolverBase):
         self._scratch_body_qd = zeros(nb, wp.spatial_vector)
         self._default_control = model.control(clone_variables=False)
         self._sap = SapSolver(topo, self._topo, device, self.options)
+        self._sap.joint_constraints = _validate_joint_drives_and_limits(model, topo)
         self._sap_ran = False
         self._contact_buffer_full = False
 
@@ -128,11 +130,12 @@ class SolverSAP(newton.solvers.SolverBase):
         self._dynamics(state_in, control.joint_f, state_in.body_f, dt, passive=1, include_external=1)
         if not momentum:
             self._free_motion(dt)
-        self._sap_ran = contacts is not None or momentum
+        self._sap_ran = contacts is not None or momentum or self._sap.joint_constraints
         v = self._v_star
         if self._sap_ran:
             self._check_contact_capacity(contacts)
-            self._sap.setup_contacts(self.model, contacts, self._body_q, self._dof_S, self._rows, dt)
+            self._sap.setup_constraints(self.model, state_in, control, contacts, self._body_q, self._dof_S,
+                                        self._rows, self._v0, self._tau, dt)  # fmt: skip
             v = self._sap.solve(self._rows, self._dense, self._v0, self._v_star, self._tau, dt)
             self._sap.write_contact_forces(contacts, dt)
         self._flag_failed_worlds(v)
@@ -326,6 +329,35 @@ class SolverSAP(newton.solvers.SolverBase):
         ``Contacts`` for ``state``) it also holds the step's contact problem and its solution. Copies to
         NumPy: not for hot loops. The solver's last-step ``stats`` are left as they were."""
         return take_snapshot(self, state, control, self._check_dt(dt), contacts)
+
+
+def _validate_joint_drives_and_limits(model: newton.Model, topo) -> bool:
+    """Check drive gains, effort limits and limit ranges of the scalar-coordinate dofs, naming the
+    joint; return whether the model has any drive or finite limit (then every step solves SAP)."""
+    if topo.dof_count == 0:
+        return False
+    labels = list(model.joint_label)
+    mode = model.joint_target_mode.numpy()
+    ke, kd = model.joint_target_ke.numpy(), model.joint_target_kd.numpy()
+    effort = model.joint_effort_limit.numpy()
+    lower, upper = model.joint_limit_lower.numpy(), model.joint_limit_upper.numpy()
+    driven = np.isin(mode, [int(newton.JointTargetMode.POSITION), int(newton.JointTargetMode.VELOCITY),
+                            int(newton.JointTargetMode.POSITION_VELOCITY)])  # fmt: skip
+    any_constraint = False
+    for i in np.nonzero(topo.dof_coord >= 0)[0]:
+        p, j = int(topo.dof_public[i]), int(topo.dof_joint[i])
+        name = f"joint {j} ('{labels[j] if j < len(labels) else j}') dof {p}"
+        if ke[p] < 0.0 or kd[p] < 0.0:
+            raise ModelError(f"{name} has negative drive gains (ke = {ke[p]}, kd = {kd[p]})")
+        if driven[p] and (ke[p] > 0.0 or kd[p] > 0.0):
+            if not effort[p] > 0.0:
+                raise ModelError(f"{name} has a drive with effort limit {effort[p]}; it must be > 0")
+            any_constraint = True
+        if lower[p] > upper[p]:
+            raise ModelError(f"{name} has lower limit {lower[p]} above upper limit {upper[p]}")
+        if lower[p] > -NO_LIMIT or upper[p] < NO_LIMIT:
+            any_constraint = True
+    return any_constraint
 
 
 def _validate_materials(model: newton.Model, options: SapOptions) -> None:

@@ -95,7 +95,7 @@ def test_dropped_humanoid_comes_to_rest():
     robot.add_ground_plane()
     model = robot.finalize()
     run = Run(model)
-    run.step(0.01, 200)
+    run.step(0.01, 300)  # its joint limits hold it up a while: it lands after about 2 s
     assert np.all(np.isfinite(run.q)) and np.all(run.converged)
     assert np.abs(run.qd).max() < 0.5
     assert 0.0 < run.q[2] < 0.5  # lying on the ground, not sunk, not launched

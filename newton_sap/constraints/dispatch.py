@@ -9,9 +9,15 @@ package doc), one branch below, and a kernel that fills its slots.
 import warp as wp
 
 from .friction_cone import friction_cone_impulse
+from .joint_limit import joint_limit_impulse
+from .pd_drive import pd_drive_impulse
 
 CONTACT = wp.constant(0)
 """Point contact with regularized friction (``friction_cone.py``); parameter: μ."""
+PD_DRIVE = wp.constant(1)
+"""Implicit PD drive with effort limit (``pd_drive.py``); parameter: the impulse limit Δt·e."""
+JOINT_LIMIT = wp.constant(2)
+"""One side of a joint limit (``joint_limit.py``); no parameter."""
 
 
 @wp.func
@@ -19,4 +25,8 @@ def constraint_impulse(kind: int, v_c: wp.vec3, v_hat: wp.vec3, R: wp.vec3, para
     """Impulse γ [N·s], Hessian ``G = −∂γ/∂v_c`` and cost ℓ [J] of a constraint of type ``kind``."""
     if kind == CONTACT:
         return friction_cone_impulse(v_c, v_hat, R, parameter)
+    if kind == PD_DRIVE:
+        return pd_drive_impulse(v_c, v_hat, R, parameter)
+    if kind == JOINT_LIMIT:
+        return joint_limit_impulse(v_c, v_hat, R, parameter)
     return wp.vec3(0.0), wp.mat33(0.0), float(0.0)
