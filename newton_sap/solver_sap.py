@@ -36,6 +36,7 @@ class SolverStats:
         converged: False where the world failed (non-finite state or result) or did not converge.
         failed: True where the world produced a non-finite velocity; other worlds are unaffected.
         num_contacts: Contacts of the world that entered the SAP problem.
+        num_constraints: All constraints of the world in the SAP problem (contacts, drives, limits).
         contact_buffer_full: The step's ``Contacts`` buffer was full, so Newton's pipeline may have
             dropped contacts (it does not count them); a ``RuntimeWarning`` was issued too.
     """
@@ -45,6 +46,7 @@ class SolverStats:
     converged: np.ndarray
     failed: np.ndarray
     num_contacts: np.ndarray
+    num_constraints: np.ndarray
     contact_buffer_full: bool = False
 
 
@@ -312,6 +314,7 @@ class SolverSAP(newton.solvers.SolverBase):
                 converged=~failed,
                 failed=failed,
                 num_contacts=np.zeros(nw, np.int32),
+                num_constraints=np.zeros(nw, np.int32),
             )
         sap = self._sap
         return SolverStats(
@@ -320,6 +323,7 @@ class SolverSAP(newton.solvers.SolverBase):
             converged=sap.world_converged.numpy().astype(bool) & ~failed,
             failed=failed,
             num_contacts=sap.world_contact_count.numpy().copy(),
+            num_constraints=sap.world_constraint_count.numpy().copy(),
             contact_buffer_full=self._contact_buffer_full,
         )
 

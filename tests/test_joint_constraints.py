@@ -1,0 +1,116 @@
+"""PD drives and joint limits in whole systems: closed forms and reference gravity torques."""
+
+import newton
+import numpy as np
+import pytest
+import warp as wp
+
+import newton_sap
+from newton_sap.diagnostics import mechanical_energy
+
+import references as refs
+
+G, MASS, ARM = 9.81, 2.0, 0.5
+I_COM = 0.01
+
+
+def pendulum(kp=0.0, kd=0.0, effort=1e6, upper=None):
+    """A link on a revolute joint about +y at the origin, COM ARM metres out along +x: horizontal at
+    q = 0, gravity turns it toward q = π/2 (hanging)."""
+    b = newton.ModelBuilder(gravity=(0.0, 0.0, -G))
+    link = b.add_link(mass=MASS, com=wp.vec3(ARM, 0.0, 0.0), inertia=wp.mat33(I_COM, 0, 0, 0, I_COM, 0, 0, 0, I_COM))
+    mode = newton.JointTargetMode.POSITION if kp > 0 or kd > 0 else newton.JointTargetMode.NONE
+    joint = b.add_joint_revolute(
+        -1, link, axis=(0.0, 1.0, 0.0), target_ke=kp, target_kd=kd, effort_limit=effort, actuator_mode=mode,
+        limit_lower=-10.0 if upper is not None else None, limit_upper=upper,
+    )  # fmt: skip
+    b.add_articulation([joint])
+    return b.finalize()
+
+
+def simulate(model, steps, dt, q0=0.0, target=0.0, **options):
+    solver = newton_sap.SolverSAP(model, **options)
+    control = model.control()
+    control.joint_target_q.assign(np.array([target], np.float32))
+    s0, s1 = model.state(), model.state()
+    s0.joint_q.assign(np.array([q0], np.float32))
+    newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)
+    for _ in range(steps):
+        solver.step(s0, s1, control, None, dt)
+        s0, s1 = s1, s0
+    return solver, s0, control
+
+
+def test_saturated_drive_delivers_exactly_its_effort_limit():
+    """A drive pulling far up (target −1 rad, Kp = 1e4) saturates at e = ½ m g l: from rest at
+    q = 0 the net torque is m g l − e."""
+    effort = 0.5 * MASS * G * ARM
+    dt = 1e-3
+    _, state, _ = simulate(pendulum(kp=1e4, kd=10.0, effort=effort), 1, dt, target=-1.0)
+    expected = dt * (MASS * G * ARM - effort) / (I_COM + MASS * ARM**2)
+    assert abs(state.joint_qd.numpy()[0] - expected) < 1e-4 * expected
+
+
+def test_pd_hold_balances_gravity():
+    """Steady state: Kp (q_d − q) = b(q) (the gravity torque) to 1e-4."""
+    kp, target = 200.0, 0.3
+    solver, state, control = simulate(pendulum(kp=kp, kd=20.0), 400, 0.01, q0=target, target=target)
+    assert abs(state.joint_qd.numpy()[0]) < 1e-6
+    q = state.joint_q.numpy()[0]
+    bias = solver.snapshot(state, control).bias[0][0]
+    assert abs(kp * (target - q) - bias) < 1e-4 * abs(bias)
+    assert abs(bias - MASS * G * ARM * np.cos(q) * -1.0) < 1e-4 * abs(bias)  # b = −m g l cos q
+
+
+def test_very_stiff_drive_is_stable_at_large_steps():
+    """Kp = 1e6 at Δt = 0.01 (ω Δt ≈ 20: explicit PD diverges); the implicit drive settles."""
+    _, state, _ = simulate(pendulum(kp=1e6, kd=1e3), 200, 0.01, q0=0.5, target=0.0)
+    q, v = state.joint_q.numpy()[0], state.joint_qd.numpy()[0]
+    assert np.isfinite(q) and abs(q) < 1e-3 and abs(v) < 1e-3
+
+
+def test_pendulum_rests_on_its_limit_without_gaining_energy():
+    model = pendulum(upper=0.8)
+    solver = newton_sap.SolverSAP(model)
+    s0, s1 = model.state(), model.state()
+    newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)
+    e0 = mechanical_energy(model, s0)[0]
+    solver.step(s0, s1, None, None, 0.01)
+    assert solver.stats.num_constraints[0] == 0  # at rest, 0.8 rad away: the limit is out of reach
+    s0, s1 = s1, s0
+    energies = []
+    for _ in range(300):
+        solver.step(s0, s1, None, None, 0.01)
+        s0, s1 = s1, s0
+        energies.append(mechanical_energy(model, s0)[0])
+    assert abs(s0.joint_q.numpy()[0] - 0.8) < 1e-3
+    assert max(energies) <= e0 + 1e-6
+
+
+@pytest.mark.parametrize("kp", [500.0, 1e6])
+def test_arm_pd_hold_balances_reference_gravity(kp):
+    """Panda (9 dofs) under PD at a pose: Kp (q_d − q) equals Pinocchio's gravity torque g(q)."""
+    model = refs.build_newton_model("panda", device="cpu")
+    n = model.joint_dof_count
+    model.joint_target_ke.assign(np.full(n, kp, np.float32))
+    model.joint_target_kd.assign(np.full(n, 2.0 * np.sqrt(kp), np.float32))
+    model.joint_target_mode.assign(np.full(n, int(newton.JointTargetMode.POSITION), np.int32))
+    target = model.joint_q.numpy().copy()
+    target[:9] = [0.3, -0.4, 0.2, -1.8, 0.1, 1.5, 0.6, 0.02, 0.02]  # fingers mid-range, off their limits
+    solver = newton_sap.SolverSAP(model)
+    control = model.control()
+    control.joint_target_q.assign(target)
+    s0, s1 = model.state(), model.state()
+    s0.joint_q.assign(target)
+    for _ in range(600):
+        solver.step(s0, s1, control, None, 0.01)
+        s0, s1 = s1, s0
+    q = s0.joint_q.numpy().astype(np.float64)
+    assert np.abs(s0.joint_qd.numpy()).max() < 1e-5
+    if kp > 1e4:
+        # near-rigid: the gains are scaled down to keep H well conditioned, and float32 positions
+        # resolve 1e-7 rad (1e6 × 1e-7 = 0.1 N·m): check stability and tracking only
+        assert np.abs(target - q).max() < 1e-3
+        return
+    _, gravity = refs.reference_mass_and_bias("panda", model, q, np.zeros(n), source="pinocchio")
+    assert np.abs(kp * (target - q) - gravity).max() < 1e-4 * max(np.abs(gravity).max(), 1.0)
