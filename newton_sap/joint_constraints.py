@@ -1,15 +1,18 @@
-"""Joint-space constraint rows (SAP.md §5), frozen at ``q0`` for a step: PD drives and joint limits
-on the scalar-coordinate dofs (REVOLUTE, PRISMATIC, D6).
+"""Joint-space constraint rows (SAP.md §5), frozen at ``q0`` for a step, on the scalar-coordinate
+dofs (REVOLUTE, PRISMATIC, D6): PD drives, joint limits, joint dry friction and mimic couplings.
 
-Each internal dof i owns three constraint slots after the contacts: ``base + i`` (drive),
-``base + n + i`` (lower limit) and ``base + 2n + i`` (upper limit); an unused slot has world -1.
-All are one-row constraints on the dof's own velocity (``J = ±e_i``), stored in row 0 of the slot.
+Each internal dof i owns ``SLOTS_PER_DOF`` constraint slots after the contacts, at
+``base + k·n + i``: k = 0 drive, 1 lower limit, 2 upper limit, 3 friction, 4 mimic (i the
+follower); an unused slot has world -1. All are one-row constraints stored in row 0 of the slot:
+``J = ±e_i``, and ``e_i − ρ e_leader`` for a mimic.
 """
 
 import newton
+import numpy as np
 import warp as wp
 
-from .constraints.dispatch import JOINT_LIMIT, PD_DRIVE
+from .constraints.bilateral import bilateral_parameters
+from .constraints.dispatch import BILATERAL, JOINT_FRICTION, JOINT_LIMIT, PD_DRIVE
 from .constraints.friction_cone import TWO_PI_SQ
 from .constraints.pd_drive import pd_drive_parameters
 
@@ -20,6 +23,47 @@ MODE_VELOCITY = wp.constant(int(newton.JointTargetMode.VELOCITY))
 MODE_POSITION_VELOCITY = wp.constant(int(newton.JointTargetMode.POSITION_VELOCITY))
 NO_LIMIT = 0.5 * newton.MAXVAL
 """Limits beyond this magnitude mean "no limit" (Newton uses ±MAXVAL)."""
+SLOTS_PER_DOF = wp.constant(5)
+MIMIC_JOINT_TYPES = {int(newton.JointType.REVOLUTE), int(newton.JointType.PRISMATIC), int(newton.JointType.D6)}
+
+
+def mimic_tables(model: newton.Model, topo) -> tuple[np.ndarray, np.ndarray]:
+    """Per internal dof: the internal dof it mimics (-1: none) and ``(offset, multiplier)`` with
+    ``q = offset + multiplier · q_leader``, from Newton's ``joint_mimic_joint/coeffs``.
+
+    Raises:
+        ModelError: a mimic between joints of different worlds, of an unsupported type, or of
+            different dof counts; the message names the follower joint.
+    """
+    from .topology import ModelError
+
+    leader = np.full(topo.dof_count, -1, np.int32)
+    coeffs = np.zeros((topo.dof_count, 2), np.float32)
+    if model.joint_mimic_joint is None or topo.dof_count == 0:
+        return leader, coeffs
+    mimic = model.joint_mimic_joint.numpy()
+    mimic_coeffs = model.joint_mimic_coeffs.numpy()
+    jtype = model.joint_type.numpy()
+    labels = list(model.joint_label)
+    dim = model.joint_dof_dim.numpy().sum(axis=1)
+    internal = {(int(topo.dof_joint[i]), int(topo.dof_public[i])): i for i in range(topo.dof_count)}
+    qd_start = model.joint_qd_start.numpy()
+    body_world = topo.body_world
+    jchild = model.joint_child.numpy()
+    for j in np.nonzero(mimic >= 0)[0]:
+        ref = int(mimic[j])
+        name = f"joint {j} ('{labels[j] if j < len(labels) else j}')"
+        if jtype[j] not in MIMIC_JOINT_TYPES or jtype[ref] not in MIMIC_JOINT_TYPES:
+            raise ModelError(f"{name} mimics joint {ref}: only REVOLUTE, PRISMATIC and D6 joints can be coupled")
+        if dim[j] != dim[ref]:
+            raise ModelError(f"{name} mimics joint {ref} with a different number of dofs")
+        if body_world[jchild[j]] != body_world[jchild[ref]]:
+            raise ModelError(f"{name} mimics joint {ref} of another world")
+        for k in range(int(dim[j])):
+            i = internal[(int(j), int(qd_start[j]) + k)]
+            leader[i] = internal[(ref, int(qd_start[ref]) + k)]
+            coeffs[i] = mimic_coeffs[j]
+    return leader, coeffs
 
 
 @wp.func
@@ -80,9 +124,13 @@ def joint_constraint_rows(
     joint_limit_upper: wp.array(dtype=float),
     joint_limit_ke: wp.array(dtype=float),
     joint_limit_kd: wp.array(dtype=float),
+    joint_friction: wp.array(dtype=float),
+    dof_mimic_leader: wp.array(dtype=wp.int32),
+    dof_mimic_coeffs: wp.array(dtype=wp.vec2),
     # options
     limit_stiffness: float,
     limit_dissipation_time: float,
+    friction_regularization: float,
     base: int,
     dt: float,
     # inputs
@@ -103,13 +151,13 @@ def joint_constraint_rows(
     c_dof: wp.array2d(dtype=wp.int32),
     c_J: wp.array2d(dtype=wp.vec3),
 ):
-    """Drive and limit rows of dof i. A limit side is added only when the step can reach it:
+    """Drive, limit, friction and mimic rows of dof i. A limit side is added only when the step can reach it:
     ``g0 ≤ 2 Δt max(|v0|, |v0 + Δt τ/A_ii|)`` (v* estimated from diag(A)), or when violated.
     Limit stiffness and dissipation: the options when given (> 0, ≥ 0), else Newton's
     ``joint_limit_ke`` and ``joint_limit_kd / joint_limit_ke``."""
     i = wp.tid()
     n = dof_public.shape[0]
-    for k in range(3):
+    for k in range(SLOTS_PER_DOF):
         c_world[base + k * n + i] = -1
         c_nnz[base + k * n + i] = 0
     c = dof_coord[i]
@@ -142,3 +190,19 @@ def joint_constraint_rows(
     if upper < NO_LIMIT and upper - q0 <= reach:
         write_row(base + 2 * n + i, w, JOINT_LIMIT, i, -1.0, R_lim, -(upper - q0) / (dt + tau_d), 0.0,
                   c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_dof, c_J)  # fmt: skip
+    f_c = joint_friction[p]
+    if f_c > 0.0:
+        write_row(base + 3 * n + i, w, JOINT_FRICTION, i, 1.0, friction_regularization * w_est, 0.0, dt * f_c,
+                  c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_dof, c_J)  # fmt: skip
+    leader = dof_mimic_leader[i]
+    if leader >= 0:
+        coeffs = dof_mimic_coeffs[i]
+        a_ll = A_rows[dof_row_start[leader]]
+        g0 = q0 - coeffs[1] * joint_q[dof_coord[leader]] - coeffs[0]
+        R_m, v_hat_m = bilateral_parameters(g0, w_est + coeffs[1] * coeffs[1] / a_ll, dt)
+        slot = base + 4 * n + i
+        write_row(slot, w, BILATERAL, i, 1.0, R_m, v_hat_m, 0.0,
+                  c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_dof, c_J)  # fmt: skip
+        c_nnz[slot] = 2
+        c_dof[slot, 1] = leader
+        c_J[slot, 1] = wp.vec3(-coeffs[1], 0.0, 0.0)

@@ -30,7 +30,7 @@ import warp as wp
 from .constraints.dispatch import constraint_impulse
 from .contact_constraints import contact_rows
 from .factorization import sparse_matvec
-from .joint_constraints import joint_constraint_rows
+from .joint_constraints import SLOTS_PER_DOF, joint_constraint_rows
 from .pcg import (
     cg_direction,
     cg_dot,
@@ -573,6 +573,8 @@ class SapSolver:
         self.world_fill = zeros(nw, wp.int32)
         self.zero_dof_public = zeros(max(topology.dof_count, 1))
         self.joint_constraints = False
+        self.dof_mimic_leader = wp.full(max(topology.dof_count, 1), -1, dtype=wp.int32, device=device)
+        self.dof_mimic_coeffs = zeros(max(topology.dof_count, 1), wp.vec2)
         self.capacity = -1
         self._allocate_constraints(0)
 
@@ -608,7 +610,7 @@ class SapSolver:
         then the joint drives and limits when the model has any."""
         o, T, dev = self.options, self.T, self.device
         n_contacts = contacts.rigid_contact_max if contacts is not None and self.topo.dof_count else 0
-        n_joint = 3 * self.topo.dof_count if self.joint_constraints else 0
+        n_joint = SLOTS_PER_DOF * self.topo.dof_count if self.joint_constraints else 0
         self._allocate_constraints(n_contacts + n_joint)
         self.world_contact_count.zero_()
         if n_contacts:
@@ -640,8 +642,9 @@ class SapSolver:
                 inputs=[
                     T.dof_public, T.dof_coord, T.dof_world, T.dof_row_start, model.joint_target_mode,
                     model.joint_target_ke, model.joint_target_kd, model.joint_effort_limit, model.joint_limit_lower,
-                    model.joint_limit_upper, model.joint_limit_ke, model.joint_limit_kd, limit_k,
-                    o.joint_limit_dissipation_time, n_contacts, dt, state.joint_q, control.joint_target_q,
+                    model.joint_limit_upper, model.joint_limit_ke, model.joint_limit_kd, model.joint_friction,
+                    self.dof_mimic_leader, self.dof_mimic_coeffs, limit_k, o.joint_limit_dissipation_time,
+                    o.friction_regularization, n_contacts, dt, state.joint_q, control.joint_target_q,
                     control.joint_target_qd, joint_act, v0, tau, A_rows,
                 ],
                 outputs=[self.c_world, self.c_kind, self.c_R, self.c_vhat, self.c_param, self.c_nnz, self.c_dof,

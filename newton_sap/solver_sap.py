@@ -17,7 +17,7 @@ import numpy as np
 import warp as wp
 
 from . import dynamics, factorization, integration, kinematics
-from .joint_constraints import NO_LIMIT
+from .joint_constraints import NO_LIMIT, mimic_tables
 from .options import SapOptions
 from .sap import SapSolver
 from .snapshot import SapSnapshot, take_snapshot
@@ -112,7 +112,11 @@ class SolverSAP(newton.solvers.SolverBase):
         self._scratch_body_qd = zeros(nb, wp.spatial_vector)
         self._default_control = model.control(clone_variables=False)
         self._sap = SapSolver(topo, self._topo, device, self.options)
-        self._sap.joint_constraints = _validate_joint_drives_and_limits(model, topo)
+        leader, coeffs = mimic_tables(model, topo)
+        if topo.dof_count:
+            self._sap.dof_mimic_leader.assign(leader)
+            self._sap.dof_mimic_coeffs.assign(coeffs)
+        self._sap.joint_constraints = _validate_joint_drives_and_limits(model, topo) or bool((leader >= 0).any())
         self._sap_ran = False
         self._contact_buffer_full = False
 
@@ -336,8 +340,9 @@ class SolverSAP(newton.solvers.SolverBase):
 
 
 def _validate_joint_drives_and_limits(model: newton.Model, topo) -> bool:
-    """Check drive gains, effort limits and limit ranges of the scalar-coordinate dofs, naming the
-    joint; return whether the model has any drive or finite limit (then every step solves SAP)."""
+    """Check drive gains, effort limits, limit ranges and friction of the scalar-coordinate dofs,
+    naming the joint; return whether the model has any drive, finite limit or joint friction (then
+    every step solves SAP)."""
     if topo.dof_count == 0:
         return False
     labels = list(model.joint_label)
@@ -345,6 +350,7 @@ def _validate_joint_drives_and_limits(model: newton.Model, topo) -> bool:
     ke, kd = model.joint_target_ke.numpy(), model.joint_target_kd.numpy()
     effort = model.joint_effort_limit.numpy()
     lower, upper = model.joint_limit_lower.numpy(), model.joint_limit_upper.numpy()
+    friction = model.joint_friction.numpy()
     driven = np.isin(mode, [int(newton.JointTargetMode.POSITION), int(newton.JointTargetMode.VELOCITY),
                             int(newton.JointTargetMode.POSITION_VELOCITY)])  # fmt: skip
     any_constraint = False
@@ -360,6 +366,10 @@ def _validate_joint_drives_and_limits(model: newton.Model, topo) -> bool:
         if lower[p] > upper[p]:
             raise ModelError(f"{name} has lower limit {lower[p]} above upper limit {upper[p]}")
         if lower[p] > -NO_LIMIT or upper[p] < NO_LIMIT:
+            any_constraint = True
+        if friction[p] < 0.0:
+            raise ModelError(f"{name} has negative joint friction {friction[p]}")
+        if friction[p] > 0.0:
             any_constraint = True
     return any_constraint
 

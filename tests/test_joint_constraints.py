@@ -113,4 +113,74 @@ def test_arm_pd_hold_balances_reference_gravity(kp):
         assert np.abs(target - q).max() < 1e-3
         return
     _, gravity = refs.reference_mass_and_bias("panda", model, q, np.zeros(n), source="pinocchio")
-    assert np.abs(kp * (target - q) - gravity).max() < 1e-4 * max(np.abs(gravity).max(), 1.0)
+    arm = slice(0, 7)  # the fingers also carry the mimic coupling's force
+    assert np.abs(kp * (target - q) - gravity)[arm].max() < 1e-4 * max(np.abs(gravity).max(), 1.0)
+
+
+def rotor(friction):
+    """A disc (I = 0.5 kg·m²) on a vertical revolute axis: gravity exerts no torque."""
+    b = newton.ModelBuilder(gravity=(0.0, 0.0, -G))
+    link = b.add_link(mass=1.0, inertia=wp.mat33(0.2, 0, 0, 0, 0.3, 0, 0, 0, 0.5))
+    b.add_articulation([b.add_joint_revolute(-1, link, axis=(0.0, 0.0, 1.0), friction=friction)])
+    return b.finalize()
+
+
+def test_joint_friction_decelerates_at_the_coulomb_rate_then_holds():
+    f_c, v0, dt, inertia = 0.25, 1.0, 0.01, 0.5
+    model = rotor(f_c)
+    solver = newton_sap.SolverSAP(model)
+    s0, s1 = model.state(), model.state()
+    s0.joint_qd.assign(np.array([v0], np.float32))
+
+    def run(steps, control=None):
+        nonlocal s0, s1
+        for _ in range(steps):
+            solver.step(s0, s1, control, None, dt)
+            s0, s1 = s1, s0
+        return s0.joint_qd.numpy()[0]
+
+    assert abs(run(100) - (v0 - f_c * 1.0 / inertia)) < 1e-3  # 1 s of Coulomb deceleration
+    assert abs(run(150)) < 1e-4  # stopped after I v0 / f_c = 2 s, and stays
+    control = model.control()
+    control.joint_f.assign(np.array([0.8 * f_c], np.float32))  # below the friction force: it sticks
+    # regularized stiction creeps at v = σ w τ Δt (w = 1/I): 4e-6 rad/s here
+    assert abs(run(200, control)) < 1e-3 * (1.0 / inertia) * 0.8 * f_c * dt * 1.5
+
+
+def test_mimic_fingers_follow_their_leader():
+    """Panda fingers: finger 2 mimics finger 1 (q2 = offset + multiplier q1); finger 1 is driven to a
+    moving target, finger 2 has no drive of its own."""
+    model = refs.build_newton_model("panda", device="cpu")
+    n = model.joint_dof_count
+    leader, follower = 7, 8
+    mimic = model.joint_mimic_joint.numpy()
+    assert mimic[model.joint_count - 1] >= 0  # the URDF's mimic joint
+    mode = np.full(n, int(newton.JointTargetMode.POSITION), np.int32)
+    mode[follower] = int(newton.JointTargetMode.NONE)
+    model.joint_target_mode.assign(mode)
+    model.joint_target_ke.assign(np.full(n, 400.0, np.float32))
+    model.joint_target_kd.assign(np.full(n, 40.0, np.float32))
+    offset, multiplier = model.joint_mimic_coeffs.numpy()[model.joint_count - 1]
+    solver = newton_sap.SolverSAP(model)
+    control = model.control()
+    s0, s1 = model.state(), model.state()
+    target = model.joint_q.numpy().copy()
+    worst = 0.0
+    for k in range(300):
+        target[leader] = 0.02 + 0.015 * np.sin(0.05 * k)
+        control.joint_target_q.assign(target)
+        solver.step(s0, s1, control, None, 0.01)
+        s0, s1 = s1, s0
+        q = s0.joint_q.numpy()
+        worst = max(worst, abs(q[follower] - (offset + multiplier * q[leader])))
+    assert worst < 1e-4
+
+
+def test_mimic_across_worlds_is_refused():
+    model = refs.build_newton_model("panda", device="cpu", worlds=2)
+    mimic = model.joint_mimic_joint.numpy()
+    followers = np.nonzero(mimic >= 0)[0]
+    mimic[followers[1]] = mimic[followers[0]]  # world 1's finger now mimics world 0's
+    model.joint_mimic_joint.assign(mimic)
+    with pytest.raises(newton_sap.ModelError, match="another world"):
+        newton_sap.SolverSAP(model)

@@ -8,7 +8,9 @@ package doc), one branch below, and a kernel that fills its slots.
 
 import warp as wp
 
+from .bilateral import bilateral_impulse
 from .friction_cone import friction_cone_impulse
+from .joint_friction import joint_friction_impulse
 from .joint_limit import joint_limit_impulse
 from .pd_drive import pd_drive_impulse
 
@@ -18,6 +20,10 @@ PD_DRIVE = wp.constant(1)
 """Implicit PD drive with effort limit (``pd_drive.py``); parameter: the impulse limit Δt·e."""
 JOINT_LIMIT = wp.constant(2)
 """One side of a joint limit (``joint_limit.py``); no parameter."""
+JOINT_FRICTION = wp.constant(3)
+"""Dry friction in a joint (``joint_friction.py``); parameter: the impulse limit Δt·f_c."""
+BILATERAL = wp.constant(4)
+"""A rigid equality such as a mimic coupling (``bilateral.py``); no parameter."""
 
 
 @wp.func
@@ -29,4 +35,8 @@ def constraint_impulse(kind: int, v_c: wp.vec3, v_hat: wp.vec3, R: wp.vec3, para
         return pd_drive_impulse(v_c, v_hat, R, parameter)
     if kind == JOINT_LIMIT:
         return joint_limit_impulse(v_c, v_hat, R, parameter)
+    if kind == JOINT_FRICTION:
+        return joint_friction_impulse(v_c, v_hat, R, parameter)
+    if kind == BILATERAL:
+        return bilateral_impulse(v_c, v_hat, R, parameter)
     return wp.vec3(0.0), wp.mat33(0.0), float(0.0)
