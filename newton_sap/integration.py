@@ -37,12 +37,14 @@ def integrate_joints(
     joint_qd_start: wp.array(dtype=wp.int32),
     joint_dof_dim: wp.array2d(dtype=wp.int32),
     joint_dof_internal_start: wp.array(dtype=wp.int32),
+    joint_in_tree: wp.array(dtype=wp.int32),
     joint_child: wp.array(dtype=wp.int32),
     joint_X_c: wp.array(dtype=wp.transform),
     body_com: wp.array(dtype=wp.vec3),
     # inputs
     dt: float,
     joint_q_in: wp.array(dtype=float),
+    joint_qd_in: wp.array(dtype=float),
     internal_v0_in: wp.array(dtype=float),
     internal_v_in: wp.array(dtype=float),
     # outputs
@@ -50,8 +52,15 @@ def integrate_joints(
     joint_qd_out: wp.array(dtype=float),
 ):
     """One thread per joint (joints without dofs have no coordinates): ``joint_q_out`` from the
-    solved internal velocities ``internal_v_in`` and Newton's ``joint_qd_out`` (public)."""
+    solved internal velocities ``internal_v_in`` and Newton's ``joint_qd_out`` (public). Loop-closing
+    joints are constraints, not coordinates of the system: their entries are copied unchanged."""
     j = wp.tid()
+    if joint_in_tree[j] == 0:
+        for k in range(joint_q_start[j], joint_q_start[j + 1]):
+            joint_q_out[k] = joint_q_in[k]
+        for k in range(joint_qd_start[j], joint_qd_start[j + 1]):
+            joint_qd_out[k] = joint_qd_in[k]
+        return
     jtype = joint_type[j]
     qs = joint_q_start[j]
     d0 = joint_dof_internal_start[j]

@@ -31,6 +31,7 @@ from .constraints.dispatch import constraint_impulse
 from .contact_constraints import contact_rows
 from .factorization import sparse_matvec
 from .joint_constraints import SLOTS_PER_DOF, joint_constraint_rows
+from .loop_constraints import loop_rows
 from .pcg import (
     cg_direction,
     cg_dot,
@@ -572,7 +573,7 @@ class SapSolver:
         self.world_constraint_start = zeros(nw, wp.int32)
         self.world_fill = zeros(nw, wp.int32)
         self.zero_dof_public = zeros(max(topology.dof_count, 1))
-        self.joint_constraints = False
+        self.model_constraints = False
         self.dof_mimic_leader = wp.full(max(topology.dof_count, 1), -1, dtype=wp.int32, device=device)
         self.dof_mimic_coeffs = zeros(max(topology.dof_count, 1), wp.vec2)
         self.capacity = -1
@@ -607,11 +608,13 @@ class SapSolver:
 
     def setup_constraints(self, model, state, control, contacts, body_q, dof_S, A_rows, v0, tau, dt: float) -> None:
         """Constraint rows of this step: the contacts of ``contacts`` (may be None) in the first slots,
-        then the joint drives and limits when the model has any."""
+        then the joint-space rows (drives, limits, friction, mimic) when the model has any, then the
+        loop closures."""
         o, T, dev = self.options, self.T, self.device
         n_contacts = contacts.rigid_contact_max if contacts is not None and self.topo.dof_count else 0
-        n_joint = SLOTS_PER_DOF * self.topo.dof_count if self.joint_constraints else 0
-        self._allocate_constraints(n_contacts + n_joint)
+        n_joint = SLOTS_PER_DOF * self.topo.dof_count if self.model_constraints else 0  # drives, limits, ...
+        n_loop = 2 * len(self.topo.loop_joints)
+        self._allocate_constraints(n_contacts + n_joint + n_loop)
         self.world_contact_count.zero_()
         if n_contacts:
             stiffness = o.contact_stiffness if o.contact_stiffness is not None else -1.0
@@ -651,7 +654,20 @@ class SapSolver:
                          self.c_J],
                 device=dev,
             )  # fmt: skip
-        if n_contacts + n_joint == 0:
+        if n_loop:
+            wp.launch(
+                loop_rows,
+                dim=len(self.topo.loop_joints),
+                inputs=[
+                    T.loop_joints, model.joint_type, model.joint_parent, model.joint_child, model.joint_X_p,
+                    model.joint_X_c, model.joint_axis, model.joint_qd_start, T.body_world, T.body_last_dof,
+                    T.dof_parent, T.dof_body, T.dof_row_start, n_contacts + n_joint, dt, body_q, dof_S, A_rows,
+                ],
+                outputs=[self.c_world, self.c_kind, self.c_R, self.c_vhat, self.c_param, self.c_nnz, self.c_dof,
+                         self.c_J],
+                device=dev,
+            )  # fmt: skip
+        if n_contacts + n_joint + n_loop == 0:
             self.c_world.fill_(-1)
         self.world_constraint_count.zero_()
         wp.launch(count_constraints, dim=self.capacity, inputs=[self.c_world], outputs=[self.world_constraint_count],

@@ -116,7 +116,9 @@ class SolverSAP(newton.solvers.SolverBase):
         if topo.dof_count:
             self._sap.dof_mimic_leader.assign(leader)
             self._sap.dof_mimic_coeffs.assign(coeffs)
-        self._sap.joint_constraints = _validate_joint_drives_and_limits(model, topo) or bool((leader >= 0).any())
+        self._sap.model_constraints = (
+            _validate_joint_drives_and_limits(model, topo) or bool((leader >= 0).any()) or len(topo.loop_joints) > 0
+        )
         self._sap_ran = False
         self._contact_buffer_full = False
 
@@ -136,7 +138,9 @@ class SolverSAP(newton.solvers.SolverBase):
         self._dynamics(state_in, control.joint_f, state_in.body_f, dt, passive=1, include_external=1)
         if not momentum:
             self._free_motion(dt)
-        self._sap_ran = contacts is not None or momentum or self._sap.joint_constraints
+        self._sap_ran = (
+            contacts is not None or momentum or self._sap.model_constraints or len(self.topology.loop_joints)
+        )
         v = self._v_star
         if self._sap_ran:
             self._check_contact_capacity(contacts)
@@ -296,9 +300,11 @@ class SolverSAP(newton.solvers.SolverBase):
             wp.launch(
                 integration.integrate_joints,
                 dim=model.joint_count,
-                inputs=[model.joint_type, model.joint_q_start, model.joint_qd_start, model.joint_dof_dim,
-                        self._topo.joint_dof_internal_start, model.joint_child, model.joint_X_c, model.body_com, dt,
-                        state_in.joint_q, self._v0, v],
+                inputs=[
+                    model.joint_type, model.joint_q_start, model.joint_qd_start, model.joint_dof_dim,
+                    self._topo.joint_dof_internal_start, self._topo.joint_in_tree, model.joint_child, model.joint_X_c,
+                    model.body_com, dt, state_in.joint_q, state_in.joint_qd, self._v0, v,
+                ],
                 outputs=[state_out.joint_q, state_out.joint_qd],
                 device=model.device,
             )  # fmt: skip

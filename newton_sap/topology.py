@@ -42,6 +42,11 @@ SUPPORTED_JOINT_TYPES = {
 }
 
 
+LOOP_JOINT_TYPES = {JOINT_BALL: 0, JOINT_REVOLUTE: 1, JOINT_FIXED: 2}
+"""Loop-closing joint types and the constraint they become: point (3 rows), point + two angular rows
+(hinge), point + three angular rows (weld)."""
+
+
 class ModelError(ValueError):
     """A model that newton-sap cannot simulate; the message names the offending entity."""
 
@@ -71,6 +76,8 @@ class Topology:
     body_world: np.ndarray  # [body] world index (0 for global entities in one-world models)
     # joints
     joint_dof_internal_start: np.ndarray  # [joint] first internal dof of the joint
+    joint_in_tree: np.ndarray  # [joint] 1 for tree joints, 0 for loop-closing joints
+    loop_joints: np.ndarray  # loop-closing joints (constraints, not tree edges)
     # internal dofs (index = internal dof id)
     dof_public: np.ndarray  # [dof] Newton dof index (position in joint_qd / joint_f)
     dof_joint: np.ndarray  # [dof] joint
@@ -153,26 +160,33 @@ def build_topology(model: newton.Model, dense_max_dofs: int = 64, dense_world_ma
 
     _validate_bodies(nb, mass, inertia, body_flags, body_labels)
 
-    # --- joint types and the body -> joint map --------------------------------------------------
-    body_joint = np.full(nb, -1, np.int32)
+    # --- joint types, the body -> joint map and loop-closing joints -----------------------------
     for j in range(nj):
         if int(jtype[j]) not in SUPPORTED_JOINT_TYPES:
             raise ModelError(
                 f"{_label(joint_labels, j, 'joint')} has unsupported type {int(jtype[j])}; "
                 f"supported: {', '.join(SUPPORTED_JOINT_TYPES.values())}"
             )
+    body_joint = np.full(nb, -1, np.int32)
+    loop_joints = []
+    # articulation joints first: a joint outside every articulation whose child already has one
+    # closes a loop (Newton's convention for loop closures)
+    for j in sorted(range(nj), key=lambda j: (jarticulation[j] < 0, j)):
         c = int(jchild[j])
         if body_joint[c] >= 0:
-            if jarticulation[j] < 0:
+            if jarticulation[j] >= 0:
                 raise ModelError(
-                    f"{_label(joint_labels, j, 'joint')} closes a kinematic loop on "
-                    f"{_label(body_labels, c, 'body')}; loop-closing joints are not supported yet"
+                    f"{_label(body_labels, c, 'body')} is the child of two joints "
+                    f"({_label(joint_labels, int(body_joint[c]), 'joint')} and {_label(joint_labels, j, 'joint')}): "
+                    "an unmarked kinematic loop"
                 )
-            raise ModelError(
-                f"{_label(body_labels, c, 'body')} is the child of two joints "
-                f"({_label(joint_labels, int(body_joint[c]), 'joint')} and {_label(joint_labels, j, 'joint')}): "
-                "an unmarked kinematic loop"
-            )
+            if int(jtype[j]) not in LOOP_JOINT_TYPES:
+                raise ModelError(
+                    f"{_label(joint_labels, j, 'joint')} closes a kinematic loop with unsupported type "
+                    f"{SUPPORTED_JOINT_TYPES[int(jtype[j])]}; loop closures may be BALL, REVOLUTE or FIXED"
+                )
+            loop_joints.append(j)
+            continue
         body_joint[c] = j
     for b in range(nb):
         if body_joint[b] < 0:
@@ -247,9 +261,10 @@ def build_topology(model: newton.Model, dense_max_dofs: int = 64, dense_world_ma
             last_dof_of_body[b] = prev
         tree_dof_count.append(len(dof_public) - tree_dof_start[t])
     ndof = len(dof_public)
-    if ndof != model.joint_dof_count:
+    loop_dofs = sum(int(jdof_dim[j].sum()) for j in loop_joints)
+    if ndof + loop_dofs != model.joint_dof_count:
         raise ModelError(
-            f"{model.joint_dof_count - ndof} dofs belong to no moving tree (e.g. dofs on a disabled path); "
+            f"{model.joint_dof_count - ndof - loop_dofs} dofs belong to no moving tree; "
             "every joint with dofs must move a body"
         )
 
@@ -336,6 +351,8 @@ def build_topology(model: newton.Model, dense_max_dofs: int = 64, dense_world_ma
         body_depth=body_depth,
         body_world=body_world.astype(np.int32),
         joint_dof_internal_start=joint_dof_internal_start,
+        joint_in_tree=np.isin(np.arange(nj), loop_joints, invert=True).astype(np.int32),
+        loop_joints=np.asarray(loop_joints, np.int32),
         dof_public=np.asarray(dof_public, np.int32),
         dof_joint=np.asarray(dof_joint, np.int32),
         dof_body=np.asarray(dof_body, np.int32),
@@ -460,7 +477,7 @@ def to_device(topo: Topology, device) -> DeviceTopology:
         "dof_public", "dof_joint", "dof_body", "dof_parent", "dof_depth", "dof_tree", "dof_row_start",
         "dof_dense_offset", "dof_local", "dof_coord", "tree_dof_start", "tree_dof_count", "tree_world",
         "tree_body_start", "tree_bodies", "world_dof_start", "branch_start", "branch_joints", "body_last_dof",
-        "world_dense_offset", "dof_world", "world_uses_pcg",
+        "world_dense_offset", "dof_world", "world_uses_pcg", "joint_in_tree", "loop_joints",
     ]  # fmt: skip
     arrays = {
         n: wp.array(np.ascontiguousarray(getattr(topo, n), dtype=np.int32), dtype=wp.int32, device=device)

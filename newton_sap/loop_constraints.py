@@ -1,0 +1,194 @@
+"""Loop-closing joints as rigid bilateral constraints (SAP.md §5), frozen at ``q0`` for a step.
+
+A loop joint pins frame F on the parent (``X_WP · joint_X_p``) to frame M on the child
+(``X_WC · joint_X_c``). Each loop joint owns two constraint slots after the joint-space slots:
+
+* slot 0, point coincidence (every type): rows ``v_c = v_C(p) − v_P(p)`` in world axes at the
+  midpoint p of the two origins, violation ``g0 = p_M − p_F`` [m];
+* slot 1, orientation: FIXED (weld) rows ``ω_C − ω_P`` in world axes, violation the rotation vector
+  of ``R_WM R_WFᵀ`` [rad]; REVOLUTE rows ``u_k·(ω_C − ω_P)`` for the two directions u_k normal to
+  the hinge axis, violation ``u_k·(a_F × a_M)`` (axes in world; the third row is unused); BALL: none.
+
+Rows are rigid (near-rigid rule, β = 0.1, τ = Δt: ``bilateral.py``) with ``w = ‖Σ J_k J_kᵀ / A_kk‖_F / 3``
+per slot; a slot no dof can move (w ≈ 0) stays inactive.
+"""
+
+import warp as wp
+
+from .constraints.bilateral import bilateral_parameters
+from .constraints.dispatch import BILATERAL
+from .topology import JOINT_FIXED, JOINT_REVOLUTE
+
+DEGENERATE_W = 1.0e-12
+"""[kg⁻¹] A slot whose Delassus estimate is below this has (numerically) zero Jacobian rows: the
+mechanism already satisfies it structurally, so it stays inactive rather than divide by w = 0."""
+
+
+@wp.func
+def chain_rows(
+    slot: int,
+    d_child: int,
+    d_parent: int,
+    rows: wp.mat33,
+    p: wp.vec3,
+    angular: int,
+    body_q: wp.array(dtype=wp.transform),
+    dof_parent: wp.array(dtype=wp.int32),
+    dof_body: wp.array(dtype=wp.int32),
+    dof_S: wp.array(dtype=wp.spatial_vector),
+    dof_row_start: wp.array(dtype=wp.int32),
+    A_rows: wp.array(dtype=float),
+    c_dof: wp.array2d(dtype=wp.int32),
+    c_J: wp.array2d(dtype=wp.vec3),
+):
+    """Jacobian entries ``± rows · (point velocity at p)`` (or ``± rows · ω``) along the child (+) and
+    parent (−) dof chains; returns the entry count and the Delassus estimate w."""
+    W = wp.mat33(0.0)
+    e = int(0)
+    for side in range(2):
+        k = d_child
+        sign = float(1.0)
+        if side == 1:
+            k = d_parent
+            sign = -1.0
+        while k >= 0:
+            S = dof_S[k]
+            motion = wp.spatial_top(S)
+            if angular == 0:
+                p_C = wp.transform_get_translation(body_q[dof_body[k]])
+                motion = wp.spatial_bottom(S) + wp.cross(wp.spatial_top(S), p - p_C)
+            Jk = sign * (rows * motion)
+            c_dof[slot, e] = k
+            c_J[slot, e] = Jk
+            W += wp.outer(Jk, Jk) / A_rows[dof_row_start[k]]
+            e += 1
+            k = dof_parent[k]
+    return e, wp.sqrt(wp.ddot(W, W)) / 3.0
+
+
+@wp.func
+def rotation_vector(q: wp.quat):
+    """Axis·angle [rad] of a unit quaternion (shortest rotation)."""
+    if q[3] < 0.0:
+        q = -q
+    s = wp.length(wp.vec3(q[0], q[1], q[2]))
+    angle = 2.0 * wp.atan2(s, q[3])
+    if s < 1.0e-9:
+        return 2.0 * wp.vec3(q[0], q[1], q[2])
+    return wp.vec3(q[0], q[1], q[2]) * (angle / s)
+
+
+@wp.func
+def write_slot(
+    slot: int,
+    world: int,
+    nnz: int,
+    w: float,
+    g0: wp.vec3,
+    used: wp.vec3,
+    dt: float,
+    c_world: wp.array(dtype=wp.int32),
+    c_kind: wp.array(dtype=wp.int32),
+    c_R: wp.array(dtype=wp.vec3),
+    c_vhat: wp.array(dtype=wp.vec3),
+    c_param: wp.array(dtype=float),
+    c_nnz: wp.array(dtype=wp.int32),
+):
+    if w < DEGENERATE_W:
+        return  # no dof moves these rows (e.g. the tilt rows of a planar linkage): nothing to constrain
+    R, v0 = bilateral_parameters(g0[0], w, dt)
+    R1, v1 = bilateral_parameters(g0[1], w, dt)
+    R2, v2 = bilateral_parameters(g0[2], w, dt)
+    c_world[slot] = world
+    c_kind[slot] = BILATERAL
+    c_R[slot] = wp.vec3(R, R1 * used[1] + (1.0 - used[1]), R2 * used[2] + (1.0 - used[2]))
+    c_vhat[slot] = wp.vec3(v0, v1 * used[1], v2 * used[2])
+    c_param[slot] = 0.0
+    c_nnz[slot] = nnz
+
+
+@wp.kernel
+def loop_rows(
+    # model
+    loop_joints: wp.array(dtype=wp.int32),
+    joint_type: wp.array(dtype=wp.int32),
+    joint_parent: wp.array(dtype=wp.int32),
+    joint_child: wp.array(dtype=wp.int32),
+    joint_X_p: wp.array(dtype=wp.transform),
+    joint_X_c: wp.array(dtype=wp.transform),
+    joint_axis: wp.array(dtype=wp.vec3),
+    joint_qd_start: wp.array(dtype=wp.int32),
+    body_world: wp.array(dtype=wp.int32),
+    body_last_dof: wp.array(dtype=wp.int32),
+    dof_parent: wp.array(dtype=wp.int32),
+    dof_body: wp.array(dtype=wp.int32),
+    dof_row_start: wp.array(dtype=wp.int32),
+    # options
+    base: int,
+    dt: float,
+    # inputs
+    body_q: wp.array(dtype=wp.transform),
+    dof_S: wp.array(dtype=wp.spatial_vector),
+    A_rows: wp.array(dtype=float),
+    # outputs
+    c_world: wp.array(dtype=wp.int32),
+    c_kind: wp.array(dtype=wp.int32),
+    c_R: wp.array(dtype=wp.vec3),
+    c_vhat: wp.array(dtype=wp.vec3),
+    c_param: wp.array(dtype=float),
+    c_nnz: wp.array(dtype=wp.int32),
+    c_dof: wp.array2d(dtype=wp.int32),
+    c_J: wp.array2d(dtype=wp.vec3),
+):
+    """Point and orientation slots of loop joint ``loop_joints[tid]`` (see module doc)."""
+    k = wp.tid()
+    j = loop_joints[k]
+    slot = base + 2 * k
+    c_world[slot] = -1
+    c_world[slot + 1] = -1
+    c_nnz[slot] = 0
+    c_nnz[slot + 1] = 0
+    P = joint_parent[j]
+    C = joint_child[j]
+    X_WP = wp.transform_identity()
+    d_parent = int(-1)
+    if P >= 0:
+        X_WP = body_q[P]
+        d_parent = body_last_dof[P]
+    d_child = body_last_dof[C]
+    if d_child < 0 and d_parent < 0:
+        return
+    world = body_world[C]
+    if d_child < 0:
+        world = body_world[P]
+    X_WF = X_WP * joint_X_p[j]
+    X_WM = body_q[C] * joint_X_c[j]
+    p_F = wp.transform_get_translation(X_WF)
+    p_M = wp.transform_get_translation(X_WM)
+    p = 0.5 * (p_F + p_M)
+    eye = wp.identity(n=3, dtype=float)
+    nnz, w = chain_rows(slot, d_child, d_parent, eye, p, 0, body_q, dof_parent, dof_body, dof_S, dof_row_start, A_rows,
+                        c_dof, c_J)  # fmt: skip
+    write_slot(slot, world, nnz, w, p_M - p_F, wp.vec3(1.0), dt, c_world, c_kind, c_R, c_vhat, c_param, c_nnz)
+    jtype = joint_type[j]
+    if jtype == JOINT_FIXED:
+        q_err = wp.transform_get_rotation(X_WM) * wp.quat_inverse(wp.transform_get_rotation(X_WF))
+        nnz, w = chain_rows(slot + 1, d_child, d_parent, eye, p, 1, body_q, dof_parent, dof_body, dof_S,
+                            dof_row_start, A_rows, c_dof, c_J)  # fmt: skip
+        write_slot(slot + 1, world, nnz, w, rotation_vector(q_err), wp.vec3(1.0), dt,
+                   c_world, c_kind, c_R, c_vhat, c_param, c_nnz)  # fmt: skip
+    elif jtype == JOINT_REVOLUTE:
+        axis = joint_axis[joint_qd_start[j]]
+        a_F = wp.normalize(wp.transform_vector(X_WF, axis))
+        a_M = wp.normalize(wp.transform_vector(X_WM, axis))
+        helper = wp.vec3(1.0, 0.0, 0.0)
+        if wp.abs(a_F[0]) > 0.8:
+            helper = wp.vec3(0.0, 1.0, 0.0)
+        u1 = wp.normalize(wp.cross(a_F, helper))
+        u2 = wp.cross(a_F, u1)
+        rows = wp.matrix_from_rows(u1, u2, wp.vec3(0.0))
+        nnz, w = chain_rows(slot + 1, d_child, d_parent, rows, p, 1, body_q, dof_parent, dof_body, dof_S,
+                            dof_row_start, A_rows, c_dof, c_J)  # fmt: skip
+        tilt = wp.cross(a_F, a_M)
+        write_slot(slot + 1, world, nnz, w, wp.vec3(wp.dot(u1, tilt), wp.dot(u2, tilt), 0.0), wp.vec3(1.0, 1.0, 0.0),
+                   dt, c_world, c_kind, c_R, c_vhat, c_param, c_nnz)  # fmt: skip
