@@ -1,6 +1,7 @@
 """PD drives and joint limits in whole systems: closed forms and reference gravity torques."""
 
 import newton
+import newton.examples
 import numpy as np
 import pytest
 import warp as wp
@@ -184,3 +185,47 @@ def test_mimic_across_worlds_is_refused():
     model.joint_mimic_joint.assign(mimic)
     with pytest.raises(newton_sap.ModelError, match="another world"):
         newton_sap.SolverSAP(model)
+
+
+def test_quadruped_stands_under_pd_for_ten_seconds():
+    """Newton's bundled quadruped (offline URDF, cylinder feet) on the ground under PD at Δt = 5e-3."""
+    from newton_sap.diagnostics import quat_to_matrix
+
+    robot = newton.ModelBuilder()
+    robot.default_joint_cfg.armature = 0.01
+    robot.default_shape_cfg.mu = 1.0
+    robot.add_urdf(
+        newton.examples.get_asset("quadruped.urdf"),
+        xform=wp.transform((0.0, 0.0, 0.7), wp.quat_identity()),
+        floating=True,
+        enable_self_collisions=False,
+        ignore_inertial_definitions=True,
+    )
+    stance = [0.2, 0.4, -0.6, -0.2, -0.4, 0.6, -0.2, 0.4, -0.6, 0.2, -0.4, 0.6]
+    robot.joint_q[-12:] = stance
+    robot.add_ground_plane()
+    model = robot.finalize()
+    n = model.joint_dof_count
+    mode = np.full(n, int(newton.JointTargetMode.NONE), np.int32)
+    mode[6:] = int(newton.JointTargetMode.POSITION)
+    model.joint_target_mode.assign(mode)
+    model.joint_target_ke.assign(np.full(n, 2000.0, np.float32))
+    model.joint_target_kd.assign(np.full(n, 10.0, np.float32))
+    solver = newton_sap.SolverSAP(model)
+    pipeline = newton.CollisionPipeline(model)
+    contacts = pipeline.contacts()
+    control = model.control()
+    target = model.joint_q.numpy().copy()
+    control.joint_target_q.assign(target)
+    s0, s1 = model.state(), model.state()
+    newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)
+    for _ in range(2000):
+        pipeline.collide(s0, contacts)
+        solver.step(s0, s1, control, contacts, 5e-3)
+        s0, s1 = s1, s0
+        assert solver.stats.converged.all()
+    q = s0.joint_q.numpy()
+    up = quat_to_matrix(q[3:7])[:, 2]
+    assert 0.2 < q[2] < 0.8 and up[2] > 0.95  # standing, upright
+    assert np.abs(q[7:] - target[7:]).max() < 0.1  # the legs hold the stance
+    assert np.abs(s0.joint_qd.numpy()).max() < 0.05  # at rest
