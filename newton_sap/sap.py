@@ -12,11 +12,11 @@ Both are ``ℓ_A(v) = ½ (v − v_ref)ᵀ A (v − v_ref) − m Δt τᵀ (v −
 
 Each Newton iteration (all worlds at once; a converged world stops):
 
-1. ``constraint_eval``: ``v_c = J v``, ``γ, G, ℓ_c``; accumulate ``Jᵀγ`` and ``Jᵀ G J`` into the world's
-   dense Hessian (initialized to A).
+1. ``constraint_eval``: ``v_c = J v``, ``γ, G, ℓ_c``; accumulate ``Jᵀγ``.
 2. ``gradient`` and ``check_convergence``: ``‖D ∇ℓ‖ ≤ ε_a + ε_r max(‖D A v‖, ‖D Jᵀγ‖)`` with
    ``D = diag(A)^-½``, or the cost criterion of the last line search.
-3. ``Δv = −H⁻¹ ∇ℓ`` by a dense tile Cholesky per world size.
+3. ``hessian_assembly`` (worlds still iterating): ``H = A + Jᵀ G J``; ``Δv = −H⁻¹ ∇ℓ`` by a dense tile
+   Cholesky per world size, or by block-preconditioned CG in large worlds (``pcg.py``).
 4. ``line_search``: exact (root of ``dℓ/dα`` on [0, α_max] by safeguarded Newton) or backtracking
    (Armijo), then ``v += α Δv``.
 """
@@ -177,13 +177,6 @@ def sort_constraints_by_world(
 
 @wp.kernel
 def constraint_eval(
-    # model
-    world_dof_start: wp.array(dtype=wp.int32),
-    world_dense_offset: wp.array(dtype=wp.int32),
-    dof_tree: wp.array(dtype=wp.int32),
-    dof_dense_offset: wp.array(dtype=wp.int32),
-    dof_local: wp.array(dtype=wp.int32),
-    tree_dof_count: wp.array(dtype=wp.int32),
     # inputs
     world_active: wp.array(dtype=wp.int32),
     c_world: wp.array(dtype=wp.int32),
@@ -200,15 +193,10 @@ def constraint_eval(
     c_gamma_out: wp.array(dtype=wp.vec3),
     c_G_out: wp.array(dtype=wp.mat33),
     jtg_out: wp.array(dtype=float),
-    H_out: wp.array(dtype=float),
-    P_out: wp.array(dtype=float),
-    pdiag_out: wp.array(dtype=float),
     world_cost_out: wp.array(dtype=float),
 ):
-    """Per contact of an active world: ``v_c = J v``; ``γ, G, ℓ_c``; ``Jᵀγ`` and the world's
-    constraint cost. ``Jᵀ G J`` goes into the world's dense Hessian (dense worlds) or, for PCG worlds,
-    into the block preconditioner: its intra-tree part into dense tree blocks, its diagonal into the
-    Jacobi diagonal of trees too large for a dense block."""
+    """Per constraint of an active world: ``v_c = J v``; ``γ, G, ℓ_c``; accumulates ``Jᵀγ`` and the
+    world's constraint cost."""
     c = wp.tid()
     w = c_world[c]
     if w < 0:
@@ -224,14 +212,48 @@ def constraint_eval(
     c_gamma_out[c] = gamma
     c_G_out[c] = G
     wp.atomic_add(world_cost_out, w, cost)
+    for e in range(nnz):
+        wp.atomic_add(jtg_out, c_dof[c, e], wp.dot(c_J[c, e], gamma))
+
+
+@wp.kernel
+def hessian_assembly(
+    # model
+    world_dof_start: wp.array(dtype=wp.int32),
+    world_dense_offset: wp.array(dtype=wp.int32),
+    dof_tree: wp.array(dtype=wp.int32),
+    dof_dense_offset: wp.array(dtype=wp.int32),
+    dof_local: wp.array(dtype=wp.int32),
+    tree_dof_count: wp.array(dtype=wp.int32),
+    # inputs
+    world_active: wp.array(dtype=wp.int32),
+    c_world: wp.array(dtype=wp.int32),
+    c_G: wp.array(dtype=wp.mat33),
+    c_nnz: wp.array(dtype=wp.int32),
+    c_dof: wp.array2d(dtype=wp.int32),
+    c_J: wp.array2d(dtype=wp.vec3),
+    # outputs (accumulated)
+    H_out: wp.array(dtype=float),
+    P_out: wp.array(dtype=float),
+    pdiag_out: wp.array(dtype=float),
+):
+    """``Jᵀ G J`` of each constraint of a world that still iterates: into the world's dense Hessian
+    (dense worlds) or, for PCG worlds, into the block preconditioner: the intra-tree part into dense
+    tree blocks, the diagonal into the Jacobi diagonal of trees too large for a dense block."""
+    c = wp.tid()
+    w = c_world[c]
+    if w < 0:
+        return
+    if world_active[w] == 0:
+        return
+    nnz = c_nnz[c]
+    G = c_G[c]
     s = world_dof_start[w]
     n = world_dof_start[w + 1] - s
     off = world_dense_offset[w]
     for e in range(nnz):
-        Je = c_J[c, e]
         de = c_dof[c, e]
-        wp.atomic_add(jtg_out, de, wp.dot(Je, gamma))
-        GJe = G * Je
+        GJe = G * c_J[c, e]
         for f in range(nnz):
             df = c_dof[c, f]
             value = wp.dot(c_J[c, f], GJe)
@@ -721,21 +743,15 @@ class SapSolver:
             device=dev,
         )  # fmt: skip
         for iteration in range(o.max_iterations + 1):
-            wp.copy(self.H, self.A_world)
-            if self.uses_pcg:
-                wp.copy(self.P, tree_blocks)
-                wp.launch(precond_diag_init, dim=ndof, inputs=[T.dof_row_start, A_rows], outputs=[self.pdiag],
-                          device=dev)  # fmt: skip
             self.jtg.zero_()
             self.world_norms.zero_()
             self.world_cost.zero_()
             wp.launch(
                 constraint_eval,
                 dim=self.c_world.shape[0],
-                inputs=[T.world_dof_start, T.world_dense_offset, T.dof_tree, T.dof_dense_offset, T.dof_local,
-                        T.tree_dof_count, self.world_active, self.c_world, self.c_kind, self.c_R, self.c_vhat,
-                        self.c_param, self.c_nnz, self.c_dof, self.c_J, self.v],
-                outputs=[self.c_vc, self.c_gamma, self.c_G, self.jtg, self.H, self.P, self.pdiag, self.world_cost],
+                inputs=[self.world_active, self.c_world, self.c_kind, self.c_R, self.c_vhat, self.c_param,
+                        self.c_nnz, self.c_dof, self.c_J, self.v],
+                outputs=[self.c_vc, self.c_gamma, self.c_G, self.jtg, self.world_cost],
                 device=dev,
             )  # fmt: skip
             wp.launch(_difference, dim=ndof, inputs=[self.v, v_ref], outputs=[self.e], device=dev)
@@ -759,6 +775,20 @@ class SapSolver:
             )  # fmt: skip
             if not self.world_active.numpy().any():
                 break
+            wp.copy(self.H, self.A_world)
+            if self.uses_pcg:
+                wp.copy(self.P, tree_blocks)
+                wp.launch(precond_diag_init, dim=ndof, inputs=[T.dof_row_start, A_rows], outputs=[self.pdiag],
+                          device=dev)  # fmt: skip
+            wp.launch(
+                hessian_assembly,
+                dim=self.c_world.shape[0],
+                inputs=[T.world_dof_start, T.world_dense_offset, T.dof_tree, T.dof_dense_offset, T.dof_local,
+                        T.tree_dof_count, self.world_active, self.c_world, self.c_G, self.c_nnz, self.c_dof,
+                        self.c_J],
+                outputs=[self.H, self.P, self.pdiag],
+                device=dev,
+            )  # fmt: skip
             self._direction(A_rows)
             self._matvec(A_rows, self.dv, self.Adv)
             self.world_line.zero_()
