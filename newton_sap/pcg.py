@@ -6,7 +6,9 @@ size for trees of at most ``dense_max_dofs`` dofs, its diagonal (Jacobi) for lar
 whose contacts only touch one tree each (robots on the ground, objects on static geometry) has
 ``P = H`` and converges in one iteration; contacts between trees are what CG iterates on.
 
-All worlds iterate together; per-world scalars live in arrays, a converged world stops.
+One thread per world runs the whole CG loop (``world_pcg``): a single launch per Newton iteration,
+where a launch per CG operation would be dominated by launch overhead (hundreds of CG iterations on a
+contact-coupled pile). The tree blocks are factored beforehand by tile kernels (``tree_factor_kernel``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import functools
 
 import warp as wp
 
-CG_REL_TOLERANCE = 1.0e-5
+CG_REL_TOLERANCE = 1.0e-4
 """Stop when ``‖r‖ ≤ tol · ‖∇ℓ‖`` (an inexact Newton direction; the line search keeps descent)."""
 
 
@@ -59,188 +61,157 @@ def tree_factor_kernel(n: int):
     return tree_factor
 
 
-@functools.cache
-def tree_precondition_kernel(n: int):
-    """Tile kernel for the trees of ``n`` dofs (a dense-tree bucket): ``z_t = P_t⁻¹ r_t`` with the
-    stored L, for trees of CG-active worlds (``cg_active`` is 0 outside PCG worlds)."""
-
-    @wp.kernel(module="unique")
-    def tree_precondition(
-        # model
-        bucket_trees: wp.array(dtype=wp.int32),
-        tree_world: wp.array(dtype=wp.int32),
-        tree_dof_start: wp.array(dtype=wp.int32),
-        # inputs
-        cg_active: wp.array(dtype=wp.int32),
-        P_blocks: wp.array3d(dtype=float),
-        r: wp.array(dtype=float),
-        # outputs
-        z_out: wp.array(dtype=float),
-    ):
-        t = wp.tid()
-        tree = bucket_trees[t]
-        if cg_active[tree_world[tree]] == 0:
-            return
-        start = tree_dof_start[tree]
-        L = wp.tile_load(P_blocks[t], shape=(n, n))
-        z = wp.tile_cholesky_solve(L, wp.tile_load(r, shape=n, offset=start))
-        wp.tile_store(z_out, z, offset=start)
-
-    return tree_precondition
-
-
-@wp.kernel
-def cg_start(
-    # model
-    dof_world: wp.array(dtype=wp.int32),
+@wp.func
+def apply_preconditioner(
+    s: int,
+    n: int,
     dof_dense_offset: wp.array(dtype=wp.int32),
-    world_uses_pcg: wp.array(dtype=wp.int32),
-    # inputs
-    world_active: wp.array(dtype=wp.int32),
-    grad: wp.array(dtype=float),
+    dof_local: wp.array(dtype=wp.int32),
+    dof_tree: wp.array(dtype=wp.int32),
+    tree_dof_count: wp.array(dtype=wp.int32),
+    P: wp.array(dtype=float),
     pdiag: wp.array(dtype=float),
-    # outputs
-    cg_active_out: wp.array(dtype=wp.int32),
-    x_out: wp.array(dtype=float),
-    r_out: wp.array(dtype=float),
-    z_out: wp.array(dtype=float),
-    world_b2_out: wp.array(dtype=float),
+    r: wp.array(dtype=float),
+    z: wp.array(dtype=float),
 ):
-    """``x = 0``, ``r = −∇ℓ``, Jacobi part of ``z = P⁻¹ r``; ``‖r‖²`` per world."""
-    i = wp.tid()
-    w = dof_world[i]
-    if world_uses_pcg[w] == 0 or world_active[w] == 0:
-        return
-    cg_active_out[w] = 1
-    r = -grad[i]
-    x_out[i] = 0.0
-    r_out[i] = r
-    if dof_dense_offset[i] < 0:
-        z_out[i] = r / pdiag[i]
-    wp.atomic_add(world_b2_out, w, r * r)
+    """``z = P⁻¹ r`` over a world's dofs [s, s + n): forward and back substitution with each dense
+    tree's stored Cholesky factor L (row-major, lower triangle), Jacobi for the other trees."""
+    i = s
+    while i < s + n:
+        block = dof_dense_offset[i]
+        if block < 0:
+            z[i] = r[i] / pdiag[i]
+            i += 1
+        else:
+            m = tree_dof_count[dof_tree[i]]
+            for a in range(m):  # L y = r
+                acc = r[i + a]
+                for b in range(a):
+                    acc -= P[block + a * m + b] * z[i + b]
+                z[i + a] = acc / P[block + a * m + a]
+            for a2 in range(m):  # Lᵀ z = y
+                a = m - 1 - a2
+                acc = z[i + a]
+                for b in range(a + 1, m):
+                    acc -= P[block + b * m + a] * z[i + b]
+                z[i + a] = acc / P[block + a * m + a]
+            i += m
 
 
-@wp.kernel
-def cg_dot(
-    # model
-    dof_world: wp.array(dtype=wp.int32),
-    # inputs
-    cg_active: wp.array(dtype=wp.int32),
-    a: wp.array(dtype=float),
-    b: wp.array(dtype=float),
-    # outputs
-    world_dot_out: wp.array(dtype=float),
-):
-    """``aᵀb`` per CG-active world (accumulated)."""
-    i = wp.tid()
-    w = dof_world[i]
-    if cg_active[w] == 0:
-        return
-    wp.atomic_add(world_dot_out, w, a[i] * b[i])
-
-
-@wp.kernel
-def contact_matvec(
-    # inputs
-    cg_active: wp.array(dtype=wp.int32),
-    c_world: wp.array(dtype=wp.int32),
+@wp.func
+def apply_hessian(
+    s: int,
+    n: int,
+    begin: int,
+    end: int,
+    dof_parent: wp.array(dtype=wp.int32),
+    dof_depth: wp.array(dtype=wp.int32),
+    dof_row_start: wp.array(dtype=wp.int32),
+    A_rows: wp.array(dtype=float),
+    world_constraints: wp.array(dtype=wp.int32),
     c_G: wp.array(dtype=wp.mat33),
     c_nnz: wp.array(dtype=wp.int32),
     c_dof: wp.array2d(dtype=wp.int32),
     c_J: wp.array2d(dtype=wp.vec3),
     p: wp.array(dtype=float),
-    # outputs (accumulated)
     Hp: wp.array(dtype=float),
 ):
-    """``Hp += Jᵀ G J p`` for every contact of a CG-active world."""
-    c = wp.tid()
-    w = c_world[c]
-    if w < 0:
-        return
-    if cg_active[w] == 0:
-        return
-    Jp = wp.vec3(0.0)
-    for e in range(c_nnz[c]):
-        Jp += c_J[c, e] * p[c_dof[c, e]]
-    u = c_G[c] * Jp
-    for e in range(c_nnz[c]):
-        wp.atomic_add(Hp, c_dof[c, e], wp.dot(c_J[c, e], u))
+    """``Hp = (A + Jᵀ G J) p`` over a world's dofs, sequentially (no atomics)."""
+    for i in range(s, s + n):
+        Hp[i] = A_rows[dof_row_start[i]] * p[i]
+    for i in range(s, s + n):
+        rs = dof_row_start[i]
+        di = dof_depth[i]
+        j = dof_parent[i]
+        while j >= 0:
+            a = A_rows[rs + di - dof_depth[j]]
+            Hp[i] = Hp[i] + a * p[j]
+            Hp[j] = Hp[j] + a * p[i]
+            j = dof_parent[j]
+    for k in range(begin, end):
+        c = world_constraints[k]
+        Jp = wp.vec3(0.0)
+        for e in range(c_nnz[c]):
+            Jp += c_J[c, e] * p[c_dof[c, e]]
+        u = c_G[c] * Jp
+        for e in range(c_nnz[c]):
+            d = c_dof[c, e]
+            Hp[d] = Hp[d] + wp.dot(c_J[c, e], u)
 
 
 @wp.kernel
-def cg_step(
+def world_pcg(
     # model
-    dof_world: wp.array(dtype=wp.int32),
+    world_dof_start: wp.array(dtype=wp.int32),
+    world_uses_pcg: wp.array(dtype=wp.int32),
+    dof_parent: wp.array(dtype=wp.int32),
+    dof_depth: wp.array(dtype=wp.int32),
+    dof_row_start: wp.array(dtype=wp.int32),
     dof_dense_offset: wp.array(dtype=wp.int32),
+    dof_local: wp.array(dtype=wp.int32),
+    dof_tree: wp.array(dtype=wp.int32),
+    tree_dof_count: wp.array(dtype=wp.int32),
     # inputs
-    cg_active: wp.array(dtype=wp.int32),
-    world_rz: wp.array(dtype=float),
-    world_pHp: wp.array(dtype=float),
+    max_iterations: int,
+    world_active: wp.array(dtype=wp.int32),
+    world_constraint_start: wp.array(dtype=wp.int32),
+    world_constraint_count: wp.array(dtype=wp.int32),
+    world_constraints: wp.array(dtype=wp.int32),
+    c_G: wp.array(dtype=wp.mat33),
+    c_nnz: wp.array(dtype=wp.int32),
+    c_dof: wp.array2d(dtype=wp.int32),
+    c_J: wp.array2d(dtype=wp.vec3),
+    A_rows: wp.array(dtype=float),
+    P: wp.array(dtype=float),
+    pdiag: wp.array(dtype=float),
+    grad: wp.array(dtype=float),
+    # outputs (r, z, p, Hp: scratch)
+    r: wp.array(dtype=float),
+    z: wp.array(dtype=float),
     p: wp.array(dtype=float),
     Hp: wp.array(dtype=float),
-    pdiag: wp.array(dtype=float),
-    # outputs (x, r updated)
-    x: wp.array(dtype=float),
-    r: wp.array(dtype=float),
-    z_out: wp.array(dtype=float),
-    world_r2_out: wp.array(dtype=float),
+    dv_out: wp.array(dtype=float),
 ):
-    """``α = rᵀz / pᵀHp``, ``x += α p``, ``r −= α Hp``, Jacobi part of ``z = P⁻¹ r``, ``‖r‖²``."""
-    i = wp.tid()
-    w = dof_world[i]
-    if cg_active[w] == 0:
-        return
-    alpha = world_rz[w] / world_pHp[w]
-    x[i] = x[i] + alpha * p[i]
-    ri = r[i] - alpha * Hp[i]
-    r[i] = ri
-    if dof_dense_offset[i] < 0:
-        z_out[i] = ri / pdiag[i]
-    wp.atomic_add(world_r2_out, w, ri * ri)
-
-
-@wp.kernel
-def cg_world_update(
-    # inputs
-    iteration: int,
-    max_iterations: int,
-    world_b2: wp.array(dtype=float),
-    # outputs (read and updated)
-    cg_active: wp.array(dtype=wp.int32),
-    world_rz: wp.array(dtype=float),
-    world_rz_new: wp.array(dtype=float),
-    world_pHp: wp.array(dtype=float),
-    world_r2: wp.array(dtype=float),
-    world_beta_out: wp.array(dtype=float),
-):
-    """``β = r_newᵀz_new / rᵀz``; stop a world at ``‖r‖ ≤ tol ‖∇ℓ‖`` or after ``max_iterations``;
-    reset the per-iteration sums."""
+    """One thread per active PCG world: preconditioned CG on ``H Δv = −∇ℓ`` until
+    ``‖r‖ ≤ tol ‖∇ℓ‖`` or ``max_iterations``; the whole loop in one launch."""
     w = wp.tid()
-    if cg_active[w] == 0:
+    if world_uses_pcg[w] == 0 or world_active[w] == 0:
         return
-    world_beta_out[w] = world_rz_new[w] / world_rz[w]
-    world_rz[w] = world_rz_new[w]
-    if world_r2[w] <= CG_REL_TOLERANCE * CG_REL_TOLERANCE * world_b2[w] or iteration >= max_iterations:
-        cg_active[w] = 0
-    world_rz_new[w] = 0.0
-    world_pHp[w] = 0.0
-    world_r2[w] = 0.0
-
-
-@wp.kernel
-def cg_direction(
-    # model
-    dof_world: wp.array(dtype=wp.int32),
-    # inputs
-    cg_active: wp.array(dtype=wp.int32),
-    world_beta: wp.array(dtype=float),
-    z: wp.array(dtype=float),
-    # outputs (updated)
-    p: wp.array(dtype=float),
-):
-    """``p = z + β p``."""
-    i = wp.tid()
-    w = dof_world[i]
-    if cg_active[w] == 0:
-        return
-    p[i] = z[i] + world_beta[w] * p[i]
+    s = world_dof_start[w]
+    n = world_dof_start[w + 1] - s
+    begin = world_constraint_start[w]
+    end = begin + world_constraint_count[w]
+    b2 = float(0.0)
+    for i in range(s, s + n):
+        dv_out[i] = 0.0
+        r[i] = -grad[i]
+        b2 += r[i] * r[i]
+    apply_preconditioner(s, n, dof_dense_offset, dof_local, dof_tree, tree_dof_count, P, pdiag, r, z)
+    rz = float(0.0)
+    for i in range(s, s + n):
+        p[i] = z[i]
+        rz += r[i] * z[i]
+    for _k in range(max_iterations):
+        apply_hessian(s, n, begin, end, dof_parent, dof_depth, dof_row_start, A_rows, world_constraints, c_G, c_nnz,
+                      c_dof, c_J, p, Hp)  # fmt: skip
+        pHp = float(0.0)
+        for i in range(s, s + n):
+            pHp += p[i] * Hp[i]
+        if pHp <= 0.0:
+            break
+        alpha = rz / pHp
+        r2 = float(0.0)
+        for i in range(s, s + n):
+            dv_out[i] = dv_out[i] + alpha * p[i]
+            r[i] = r[i] - alpha * Hp[i]
+            r2 += r[i] * r[i]
+        if r2 <= CG_REL_TOLERANCE * CG_REL_TOLERANCE * b2:
+            break
+        apply_preconditioner(s, n, dof_dense_offset, dof_local, dof_tree, tree_dof_count, P, pdiag, r, z)
+        rz_new = float(0.0)
+        for i in range(s, s + n):
+            rz_new += r[i] * z[i]
+        beta = rz_new / rz
+        rz = rz_new
+        for i in range(s, s + n):
+            p[i] = z[i] + beta * p[i]

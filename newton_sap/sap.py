@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
 import warp as wp
 
 from .constraints.dispatch import constraint_impulse
@@ -32,17 +33,7 @@ from .contact_constraints import contact_rows
 from .factorization import sparse_matvec
 from .joint_constraints import SLOTS_PER_DOF, joint_constraint_rows
 from .loop_constraints import loop_rows
-from .pcg import (
-    cg_direction,
-    cg_dot,
-    cg_start,
-    cg_step,
-    cg_world_update,
-    contact_matvec,
-    precond_diag_init,
-    tree_factor_kernel,
-    tree_precondition_kernel,
-)
+from .pcg import precond_diag_init, tree_factor_kernel, world_pcg
 from .topology import bucket_views
 
 ALPHA_MAX = 1.5
@@ -583,11 +574,10 @@ class SapSolver:
         # block preconditioner: dense tree blocks in the layout of the free-motion tree blocks
         self.P = zeros(max(topology.dense_size, 1))
         self.P_views = bucket_views(self.P, topology.dense_buckets, topology.dense_bucket_offset)
-        for name in ("world_active", "world_iterations", "world_converged", "world_cost_stalled", "cg_active"):
+        for name in ("world_active", "world_iterations", "world_converged", "world_cost_stalled"):
             setattr(self, name, zeros(nw, wp.int32))
-        for name in ("world_residual", "world_cost", "world_alpha", "cg_b2", "cg_r2", "cg_rz", "cg_rz_new", "cg_pHp"):
+        for name in ("world_residual", "world_cost", "world_alpha"):
             setattr(self, name, zeros(nw))
-        self.cg_beta = zeros(nw)
         self.world_norms = zeros(nw, wp.vec3)
         self.world_line = zeros(nw, wp.vec3)
         self.world_contact_count = zeros(nw, wp.int32)
@@ -827,66 +817,25 @@ class SapSolver:
 
     def _conjugate_gradients(self, A_rows) -> None:
         """Block-preconditioned CG on the PCG worlds (see ``pcg.py``); the solution goes into ``dv``."""
-        T, topo, dev, ndof = self.T, self.topo, self.device, self.topo.dof_count
-        block_dim = 64 if dev.is_cpu else 128
+        T, topo, dev = self.T, self.topo, self.device
         for n, view in self.P_views.items():
             wp.launch_tiled(
                 tree_factor_kernel(n), dim=view.shape[0],
                 inputs=[T.dense_buckets[n], T.tree_world, T.world_uses_pcg, self.world_active], outputs=[view],
-                block_dim=block_dim, device=dev,
+                block_dim=64 if dev.is_cpu else 128, device=dev,
             )  # fmt: skip
-        self.cg_active.zero_()
-        for arr in (self.cg_b2, self.cg_r2, self.cg_rz, self.cg_rz_new, self.cg_pHp, self.cg_beta):
-            arr.zero_()
         wp.launch(
-            cg_start, dim=ndof,
-            inputs=[T.dof_world, T.dof_dense_offset, T.world_uses_pcg, self.world_active, self.grad, self.pdiag],
-            outputs=[self.cg_active, self.dv, self.cg_r, self.cg_z, self.cg_b2], device=dev,
+            world_pcg,
+            dim=topo.world_count,
+            inputs=[
+                T.world_dof_start, T.world_uses_pcg, T.dof_parent, T.dof_depth, T.dof_row_start, T.dof_dense_offset,
+                T.dof_local, T.dof_tree, T.tree_dof_count, max(int(np.diff(topo.world_dof_start).max()), 1),
+                self.world_active, self.world_constraint_start, self.world_constraint_count, self.world_constraints,
+                self.c_G, self.c_nnz, self.c_dof, self.c_J, A_rows, self.P, self.pdiag, self.grad,
+            ],
+            outputs=[self.cg_r, self.cg_z, self.cg_p, self.cg_Hp, self.dv],
+            device=dev,
         )  # fmt: skip
-        self._precondition(block_dim)
-        wp.launch(cg_dot, dim=ndof, inputs=[T.dof_world, self.cg_active, self.cg_r, self.cg_z],
-                  outputs=[self.cg_rz], device=dev)  # fmt: skip
-        self.cg_p.zero_()
-        wp.launch(cg_direction, dim=ndof, inputs=[T.dof_world, self.cg_active, self.cg_beta, self.cg_z],
-                  outputs=[self.cg_p], device=dev)  # fmt: skip
-        max_cg = max(int(topo.world_dof_start[-1]), 1)
-        for k in range(max_cg):
-            self._matvec(A_rows, self.cg_p, self.cg_Hp)
-            wp.launch(
-                contact_matvec, dim=self.c_world.shape[0],
-                inputs=[self.cg_active, self.c_world, self.c_G, self.c_nnz, self.c_dof, self.c_J, self.cg_p],
-                outputs=[self.cg_Hp], device=dev,
-            )  # fmt: skip
-            wp.launch(cg_dot, dim=ndof, inputs=[T.dof_world, self.cg_active, self.cg_p, self.cg_Hp],
-                      outputs=[self.cg_pHp], device=dev)  # fmt: skip
-            wp.launch(
-                cg_step, dim=ndof,
-                inputs=[T.dof_world, T.dof_dense_offset, self.cg_active, self.cg_rz, self.cg_pHp, self.cg_p,
-                        self.cg_Hp, self.pdiag],
-                outputs=[self.dv, self.cg_r, self.cg_z, self.cg_r2], device=dev,
-            )  # fmt: skip
-            self._precondition(block_dim)
-            wp.launch(cg_dot, dim=ndof, inputs=[T.dof_world, self.cg_active, self.cg_r, self.cg_z],
-                      outputs=[self.cg_rz_new], device=dev)  # fmt: skip
-            wp.launch(
-                cg_world_update, dim=topo.world_count, inputs=[k + 1, max_cg, self.cg_b2],
-                outputs=[self.cg_active, self.cg_rz, self.cg_rz_new, self.cg_pHp, self.cg_r2, self.cg_beta],
-                device=dev,
-            )  # fmt: skip
-            if not self.cg_active.numpy().any():
-                break
-            wp.launch(cg_direction, dim=ndof, inputs=[T.dof_world, self.cg_active, self.cg_beta, self.cg_z],
-                      outputs=[self.cg_p], device=dev)  # fmt: skip
-
-    def _precondition(self, block_dim: int) -> None:
-        """Dense-block part of ``z = P⁻¹ r`` (the Jacobi part is written by the CG kernels)."""
-        T = self.T
-        for n, view in self.P_views.items():
-            wp.launch_tiled(
-                tree_precondition_kernel(n), dim=view.shape[0],
-                inputs=[T.dense_buckets[n], T.tree_world, T.tree_dof_start, self.cg_active, view, self.cg_r],
-                outputs=[self.cg_z], block_dim=block_dim, device=self.device,
-            )  # fmt: skip
 
     def write_contact_forces(self, contacts, dt: float) -> None:
         """Per-contact forces into ``contacts.rigid_contact_force`` when that buffer exists."""
