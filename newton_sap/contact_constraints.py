@@ -19,17 +19,7 @@ import warp as wp
 
 from .constraints.dispatch import CONTACT
 from .constraints.friction_cone import contact_bias_velocity, contact_compliance
-
-
-@wp.func
-def contact_frame(n: wp.vec3):
-    """Rotation ``R_WC`` whose columns are two unit tangents and the unit normal ``n`` (last)."""
-    a = wp.vec3(1.0, 0.0, 0.0)
-    if wp.abs(n[0]) > 0.8:
-        a = wp.vec3(0.0, 1.0, 0.0)
-    t1 = wp.normalize(wp.cross(a, n))
-    t2 = wp.cross(n, t1)
-    return wp.matrix_from_cols(t1, t2, n)
+from .jacobian import chain_rows, tangent_frame
 
 
 @wp.func
@@ -143,28 +133,12 @@ def contact_rows(
     p1 = wp.transform_point(X1, contact_point1[c])
     phi0 = wp.dot(n, p1 - p0) - (r0 + r1)
     p = 0.5 * ((p0 + r0 * n) + (p1 - r1 * n))
-    R_WC = contact_frame(n)
+    R_WC = tangent_frame(n)
     R_CW = wp.transpose(R_WC)
 
     # Jacobian entries along both chains, and the Delassus estimate from diag(A)
-    W = wp.mat33(0.0)
-    e = int(0)
-    for side in range(2):
-        k = d1
-        sign = float(1.0)
-        if side == 1:
-            k = d0
-            sign = -1.0
-        while k >= 0:
-            S = dof_S[k]
-            p_C = wp.transform_get_translation(body_q[dof_body[k]])
-            Jk = sign * (R_CW * (wp.spatial_bottom(S) + wp.cross(wp.spatial_top(S), p - p_C)))
-            c_dof_out[c, e] = k
-            c_J_out[c, e] = Jk
-            W += wp.outer(Jk, Jk) / A_rows[dof_row_start[k]]
-            e += 1
-            k = dof_parent[k]
-    w = wp.sqrt(wp.ddot(W, W)) / 3.0
+    e, w = chain_rows(c, d1, d0, R_CW, p, 0, body_q, dof_parent, dof_body, dof_S, dof_row_start, A_rows,
+                      c_dof_out, c_J_out)  # fmt: skip
 
     k_pair, tau, mu = pair_parameters(s0, s1, shape_ke, shape_kd, shape_mu, stiffness_override, dissipation_override)
     c_world_out[c] = world

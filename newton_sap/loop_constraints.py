@@ -17,53 +17,12 @@ import warp as wp
 
 from .constraints.bilateral import bilateral_parameters
 from .constraints.dispatch import BILATERAL
+from .jacobian import chain_rows, tangent_frame
 from .topology import JOINT_FIXED, JOINT_REVOLUTE
 
 DEGENERATE_W = 1.0e-12
 """[kg⁻¹] A slot whose Delassus estimate is below this has (numerically) zero Jacobian rows: the
 mechanism already satisfies it structurally, so it stays inactive rather than divide by w = 0."""
-
-
-@wp.func
-def chain_rows(
-    slot: int,
-    d_child: int,
-    d_parent: int,
-    rows: wp.mat33,
-    p: wp.vec3,
-    angular: int,
-    body_q: wp.array(dtype=wp.transform),
-    dof_parent: wp.array(dtype=wp.int32),
-    dof_body: wp.array(dtype=wp.int32),
-    dof_S: wp.array(dtype=wp.spatial_vector),
-    dof_row_start: wp.array(dtype=wp.int32),
-    A_rows: wp.array(dtype=float),
-    c_dof: wp.array2d(dtype=wp.int32),
-    c_J: wp.array2d(dtype=wp.vec3),
-):
-    """Jacobian entries ``± rows · (point velocity at p)`` (or ``± rows · ω``) along the child (+) and
-    parent (−) dof chains; returns the entry count and the Delassus estimate w."""
-    W = wp.mat33(0.0)
-    e = int(0)
-    for side in range(2):
-        k = d_child
-        sign = float(1.0)
-        if side == 1:
-            k = d_parent
-            sign = -1.0
-        while k >= 0:
-            S = dof_S[k]
-            motion = wp.spatial_top(S)
-            if angular == 0:
-                p_C = wp.transform_get_translation(body_q[dof_body[k]])
-                motion = wp.spatial_bottom(S) + wp.cross(wp.spatial_top(S), p - p_C)
-            Jk = sign * (rows * motion)
-            c_dof[slot, e] = k
-            c_J[slot, e] = Jk
-            W += wp.outer(Jk, Jk) / A_rows[dof_row_start[k]]
-            e += 1
-            k = dof_parent[k]
-    return e, wp.sqrt(wp.ddot(W, W)) / 3.0
 
 
 @wp.func
@@ -181,11 +140,9 @@ def loop_rows(
         axis = joint_axis[joint_qd_start[j]]
         a_F = wp.normalize(wp.transform_vector(X_WF, axis))
         a_M = wp.normalize(wp.transform_vector(X_WM, axis))
-        helper = wp.vec3(1.0, 0.0, 0.0)
-        if wp.abs(a_F[0]) > 0.8:
-            helper = wp.vec3(0.0, 1.0, 0.0)
-        u1 = wp.normalize(wp.cross(a_F, helper))
-        u2 = wp.cross(a_F, u1)
+        frame = tangent_frame(a_F)
+        u1 = wp.vec3(frame[0, 0], frame[1, 0], frame[2, 0])
+        u2 = wp.vec3(frame[0, 1], frame[1, 1], frame[2, 1])
         rows = wp.matrix_from_rows(u1, u2, wp.vec3(0.0))
         nnz, w = chain_rows(slot + 1, d_child, d_parent, rows, p, 1, body_q, dof_parent, dof_body, dof_S,
                             dof_row_start, A_rows, c_dof, c_J)  # fmt: skip

@@ -1,0 +1,64 @@
+"""Constraint Jacobian rows along the dof chains of two bodies (contacts, loop closures).
+
+A constraint between a child side C and a parent side P at a world point p has the rows
+``v_c = rows · (v_C(p) − v_P(p))`` (point velocities) or ``rows · (ω_C − ω_P)`` (angular). Body velocities
+are sums over the dofs of each body's chain, ``V = Σ S_k q̇_k`` with ``S_k = [ω_k; v_k]`` at the child
+origin ``p_Ck`` of dof k; so the Jacobian entry of dof k is ``± rows · (v_k + ω_k × (p − p_Ck))`` (or
+``± rows · ω_k``). Dofs shared by both chains appear twice with opposite signs and cancel in every
+product.
+"""
+
+import warp as wp
+
+
+@wp.func
+def tangent_frame(n: wp.vec3):
+    """Rotation ``R_WC`` whose columns are two unit tangents and the unit normal ``n`` (last)."""
+    a = wp.vec3(1.0, 0.0, 0.0)
+    if wp.abs(n[0]) > 0.8:
+        a = wp.vec3(0.0, 1.0, 0.0)
+    t1 = wp.normalize(wp.cross(a, n))
+    t2 = wp.cross(n, t1)
+    return wp.matrix_from_cols(t1, t2, n)
+
+
+@wp.func
+def chain_rows(
+    slot: int,
+    d_child: int,
+    d_parent: int,
+    rows: wp.mat33,
+    p: wp.vec3,
+    angular: int,
+    body_q: wp.array(dtype=wp.transform),
+    dof_parent: wp.array(dtype=wp.int32),
+    dof_body: wp.array(dtype=wp.int32),
+    dof_S: wp.array(dtype=wp.spatial_vector),
+    dof_row_start: wp.array(dtype=wp.int32),
+    A_rows: wp.array(dtype=float),
+    c_dof: wp.array2d(dtype=wp.int32),
+    c_J: wp.array2d(dtype=wp.vec3),
+):
+    """Jacobian entries ``± rows · (point velocity at p)`` (or ``± rows · ω``) along the child (+) and
+    parent (−) dof chains; returns the entry count and the Delassus estimate w."""
+    W = wp.mat33(0.0)
+    e = int(0)
+    for side in range(2):
+        k = d_child
+        sign = float(1.0)
+        if side == 1:
+            k = d_parent
+            sign = -1.0
+        while k >= 0:
+            S = dof_S[k]
+            motion = wp.spatial_top(S)
+            if angular == 0:
+                p_C = wp.transform_get_translation(body_q[dof_body[k]])
+                motion = wp.spatial_bottom(S) + wp.cross(wp.spatial_top(S), p - p_C)
+            Jk = sign * (rows * motion)
+            c_dof[slot, e] = k
+            c_J[slot, e] = Jk
+            W += wp.outer(Jk, Jk) / A_rows[dof_row_start[k]]
+            e += 1
+            k = dof_parent[k]
+    return e, wp.sqrt(wp.ddot(W, W)) / 3.0
