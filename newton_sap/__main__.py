@@ -1,25 +1,30 @@
-"""Command line: ``python -m newton_sap`` (or ``newton-sap``) runs the default scene headless and
-prints a summary.
+"""Command line: ``newton-sap`` (or ``python -m newton_sap``).
 
-    newton-sap demo [--worlds N] [--seconds T] [--dt DT] [--device cpu|cuda:0]
+    newton-sap demo [--worlds N] [--seconds T] [--dt DT] [--device D] [--out DIR]
+    newton-sap list
+    newton-sap run SCENE [--worlds N] [--seconds T | --steps K] [--dt DT]
+                   [--solver sap|featherstone|mujoco] [--device D] [--out DIR]
+
+``demo`` (the default command) runs the default scene headless; ``run`` any scene of ``list``. Each
+prints a summary table and writes ``summary.json`` into ``--out`` (default ``./newton-sap-out``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
-import time
 
-import numpy as np
 import warp as wp
 
 wp.config.log_level = wp.LOG_WARNING  # before Warp initializes: no banner, no module-load lines
 
-import newton  # noqa: E402
+from .examples.scenes import SCENES  # noqa: E402
+from .runner import SOLVERS, format_summary, run_scene  # noqa: E402
 
-from .diagnostics import mechanical_energy  # noqa: E402
-from .examples import double_cartpole  # noqa: E402
-from .solver_sap import SolverSAP  # noqa: E402
+DEFAULT_SCENE = "double_cartpole"
+DEFAULT_WORLDS = 256
 
 
 def _positive(kind):
@@ -32,78 +37,73 @@ def _positive(kind):
     return parse
 
 
+def _writable_dir(path: str) -> str:
+    try:
+        os.makedirs(path, exist_ok=True)
+        probe = os.path.join(path, ".newton-sap-write-test")
+        with open(probe, "w") as f:
+            f.write("")
+        os.remove(probe)
+    except OSError as e:
+        raise argparse.ArgumentTypeError(f"cannot write to {path!r}: {e.strerror}") from None
+    return path
+
+
+def _add_run_options(parser, worlds_default):
+    parser.add_argument("--worlds", type=_positive(int), default=worlds_default, help="number of worlds")
+    parser.add_argument("--seconds", type=_positive(float), default=None, help="simulated time [s]")
+    parser.add_argument("--dt", type=_positive(float), default=None, help="time step [s] (scene default)")
+    parser.add_argument("--device", default=None, help="Warp device, e.g. cpu or cuda:0")
+    parser.add_argument("--out", type=_writable_dir, default="newton-sap-out", help="output folder")
+
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(prog="newton-sap", description="SAP time stepping for Newton models.")
     sub = parser.add_subparsers(dest="command")
-    demo = sub.add_parser("demo", help="run the default scene (double cartpole, many worlds) and print a summary")
-    demo.add_argument("--worlds", type=_positive(int), default=256, help="number of worlds (default 256)")
-    demo.add_argument("--seconds", type=_positive(float), default=3.0, help="simulated time [s] (default 3)")
-    demo.add_argument("--dt", type=_positive(float), default=1e-3, help="time step [s] (default 1e-3)")
-    demo.add_argument("--device", default=None, help="Warp device, e.g. cpu or cuda:0 (default: Warp's default)")
+    demo = sub.add_parser("demo", help=f"run the default scene ({DEFAULT_SCENE}) and print a summary")
+    _add_run_options(demo, DEFAULT_WORLDS)
+    sub.add_parser("list", help="list the scenes")
+    run = sub.add_parser("run", help="run a scene")
+    run.add_argument("scene", help="scene name (see `newton-sap list`)")
+    _add_run_options(run, 1)
+    run.add_argument("--steps", type=_positive(int), default=None, help="number of steps (instead of --seconds)")
+    run.add_argument("--solver", default="sap", help=f"one of {', '.join(SOLVERS)}")
     argv = list(argv or [])
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
         argv = ["demo", *argv]  # the demo is the default command
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        if args.scene not in SCENES:
+            parser.error(f"unknown scene {args.scene!r}; valid: {', '.join(SCENES)}")
+        if args.solver not in SOLVERS:
+            parser.error(f"unknown solver {args.solver!r}; valid: {', '.join(SOLVERS)}")
+        if args.steps is not None and args.seconds is not None:
+            parser.error("give --steps or --seconds, not both")
+    return args
 
 
-def run_demo(worlds: int, seconds: float, dt: float, device=None) -> dict:
-    """Simulate the default scene and return its summary figures."""
-    model = double_cartpole.build(worlds).finalize(device=device)
-    solver = SolverSAP(model)
-    s0, s1 = model.state(), model.state()
-    q, qd = double_cartpole.initial_state(model, np.random.default_rng(0))
-    s0.joint_q.assign(q)
-    s0.joint_qd.assign(qd)
-    newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)
-    e0 = mechanical_energy(model, s0)
-    steps = max(int(round(seconds / dt)), 1)
-    solver.step(s0, s1, None, None, dt)  # first step compiles the kernels; not timed
-    s0, s1 = s1, s0
-    wp.synchronize_device(model.device)
-    start = time.perf_counter()
-    for _ in range(steps - 1):
-        solver.step(s0, s1, None, None, dt)
-        s0, s1 = s1, s0
-    wp.synchronize_device(model.device)
-    elapsed = time.perf_counter() - start
-    e1 = mechanical_energy(model, s0)
-    stats = solver.stats
-    angles = s0.joint_q.numpy().reshape(worlds, 3)[:, 1:]
-    scale = np.maximum(np.abs(e0), 1e-9)
-    return {
-        "worlds": worlds,
-        "steps": steps,
-        "dt": dt,
-        "device": str(model.device),
-        "env_steps_per_s": worlds * (steps - 1) / max(elapsed, 1e-12),
-        "ms_per_step": 1e3 * elapsed / max(steps - 1, 1),
-        "energy_drift_max": float(np.max(np.abs(e1 - e0) / scale)),
-        "converged_fraction": float(stats.converged.mean()),
-        "failed_worlds": int(stats.failed.sum()),
-        "pole_angle_spread": float(np.ptp(angles[:, 0])),
-    }
-
-
-def format_summary(summary: dict) -> str:
-    rows = [
-        ("worlds", f"{summary['worlds']}"),
-        ("steps × dt", f"{summary['steps']} × {summary['dt']:g} s on {summary['device']}"),
-        ("env-steps/s", f"{summary['env_steps_per_s']:,.0f} ({summary['ms_per_step']:.3f} ms/step)"),
-        ("max relative energy drift", f"{summary['energy_drift_max']:.2e}"),
-        ("converged fraction", f"{summary['converged_fraction']:.3f}"),
-        ("failed worlds", f"{summary['failed_worlds']}"),
-        ("pole-1 angle spread (chaos)", f"{summary['pole_angle_spread']:.3f} rad"),
-    ]
-    width = max(len(k) for k, _ in rows)
-    return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
+def _progress(done: int, total: int) -> None:
+    if sys.stderr.isatty() and (done == total or done % max(total // 50, 1) == 0):
+        bar = "#" * (30 * done // total)
+        print(f"\r[{bar:<30}] {done}/{total} steps", end="\n" if done == total else "", file=sys.stderr)
 
 
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    summary = run_demo(args.worlds, args.seconds, args.dt, args.device)
-    print("newton-sap demo: double cartpole, SolverSAP")
+    if args.command == "list":
+        width = max(len(name) for name in SCENES)
+        for name, scene in SCENES.items():
+            print(f"{name.ljust(width)}  {scene.description}")
+        return 0
+    scene = DEFAULT_SCENE if args.command == "demo" else args.scene
+    solver = "sap" if args.command == "demo" else args.solver
+    steps = getattr(args, "steps", None)
+    summary = run_scene(scene, args.worlds, steps, args.seconds, args.dt, solver, args.device, _progress)
+    print(f"newton-sap {args.command}: {scene}, {solver}")
     print(format_summary(summary))
-    return 0 if summary["failed_worlds"] == 0 else 1
+    with open(os.path.join(args.out, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=2)
+    return 0 if summary["finite"] else 1
 
 
 if __name__ == "__main__":

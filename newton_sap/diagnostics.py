@@ -37,3 +37,33 @@ def mechanical_energy(model: newton.Model, state: newton.State) -> np.ndarray:
     e = 0.5 * m * np.einsum("bi,bi->b", V[:, :3], V[:, :3]) + 0.5 * np.einsum("bi,bij,bj->b", w, I_w, w)
     e -= m * np.einsum("bi,bi->b", g, c)
     return np.bincount(world, weights=e, minlength=max(model.world_count, 1))
+
+
+def max_penetration(model: newton.Model, state: newton.State, contacts) -> float:
+    """Deepest penetration [m] (≥ 0) among ``contacts`` collided at ``state``: the largest
+    ``−φ0`` with ``φ0 = n·(p1 − p0) − (r0 + r1)`` (effective radii without the artificial margin)."""
+    count = int(contacts.rigid_contact_count.numpy()[0])
+    if count == 0:
+        return 0.0
+    shape_body = model.shape_body.numpy()
+    margin = model.shape_margin.numpy()
+    X = state.body_q.numpy().astype(np.float64)
+    s0, s1 = contacts.rigid_contact_shape0.numpy()[:count], contacts.rigid_contact_shape1.numpy()[:count]
+    valid = (s0 >= 0) & (s1 >= 0)
+    s0, s1 = s0[valid], s1[valid]
+
+    def world_points(shapes, points):
+        bodies = shape_body[shapes]
+        out = points.astype(np.float64).copy()
+        moving = bodies >= 0
+        R = quat_to_matrix(X[bodies[moving], 3:])
+        out[moving] = X[bodies[moving], :3] + np.einsum("bij,bj->bi", R, out[moving])
+        return out
+
+    p0 = world_points(s0, contacts.rigid_contact_point0.numpy()[:count][valid])
+    p1 = world_points(s1, contacts.rigid_contact_point1.numpy()[:count][valid])
+    n = contacts.rigid_contact_normal.numpy()[:count][valid]
+    r0 = contacts.rigid_contact_margin0.numpy()[:count][valid] - margin[s0]
+    r1 = contacts.rigid_contact_margin1.numpy()[:count][valid] - margin[s1]
+    phi = np.einsum("ci,ci->c", n, p1 - p0) - (r0 + r1)
+    return float(max(0.0, -phi.min())) if len(phi) else 0.0

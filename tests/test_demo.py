@@ -1,30 +1,55 @@
-"""The main job: the default scene runs and its summary is physically sane."""
+"""The main job: every scene runs and its summary is physically sane; the command line."""
+
+import json
 
 import newton
 import numpy as np
 import pytest
 
-from newton_sap.__main__ import main, parse_args, run_demo
+from newton_sap.__main__ import main, parse_args
 from newton_sap.diagnostics import mechanical_energy
+from newton_sap.examples.scenes import SCENES
+from newton_sap.runner import run_scene
 
 
-def test_demo_summary_is_sane():
-    summary = run_demo(worlds=8, seconds=0.5, dt=1e-3)
-    assert summary["failed_worlds"] == 0 and summary["converged_fraction"] == 1.0
-    assert summary["energy_drift_max"] < 1e-2
-    assert summary["env_steps_per_s"] > 0.0
+@pytest.mark.parametrize("scene", list(SCENES))
+def test_every_scene_runs_and_is_sane(scene):
+    summary = run_scene(scene, worlds=2, steps=20, seconds=None, dt=None)
+    assert summary["finite"] and summary["steps"] == 20
+    assert summary["converged_fraction"] == 1.0
+    if summary["max_penetration_m"] is not None:
+        assert summary["max_penetration_m"] < 5e-3
+    if summary["energy_drift_max"] is not None:
+        assert summary["energy_drift_max"] < 1e-2
 
 
-def test_cli_prints_summary(capsys):
-    assert main(["--worlds", "2", "--seconds", "0.05"]) == 0
+def test_cli_run_writes_its_summary(tmp_path, capsys):
+    assert main(["run", "box_stack", "--worlds", "2", "--steps", "5", "--out", str(tmp_path)]) == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["scene"] == "box_stack" and summary["steps"] == 5
+    assert "env_steps_per_s" in capsys.readouterr().out
+
+
+def test_cli_demo_is_the_default_command(tmp_path, capsys):
+    assert main(["--worlds", "2", "--seconds", "0.05", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "env-steps/s" in out and "energy drift" in out
+    assert "double_cartpole" in out and "energy_drift_max" in out
 
 
-def test_cli_refuses_bad_numbers():
-    for bad in (["--worlds", "0"], ["--dt", "-1e-3"], ["--seconds", "0"]):
-        with pytest.raises(SystemExit):
-            parse_args(bad)
+def test_cli_lists_the_scenes(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in SCENES)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [["--worlds", "0"], ["--dt", "-1e-3"], ["--seconds", "0"], ["run", "nope"], ["run", "ant", "--solver", "x"],
+     ["run", "ant", "--out", "/proc/forbidden"]],
+)  # fmt: skip
+def test_cli_refuses_bad_input_before_any_work(bad):
+    with pytest.raises(SystemExit):
+        parse_args(bad)
 
 
 def test_energy_diagnostic_closed_form():

@@ -27,3 +27,12 @@ def initial_state(model: newton.Model, rng: np.random.Generator) -> tuple[np.nda
     q[:, 1] = 0.9 + rng.uniform(-1e-3, 1e-3, worlds)
     q[:, 2] = -0.3 + rng.uniform(-1e-3, 1e-3, worlds)
     return q.ravel(), np.zeros(worlds * 3, np.float32)
+
+
+def model(worlds: int) -> newton.Model:
+    """The finalized scene with :func:`initial_state` (seed 0) as its ``joint_q``/``joint_qd``."""
+    m = build(worlds).finalize()
+    q, qd = initial_state(m, np.random.default_rng(0))
+    m.joint_q.assign(q)
+    m.joint_qd.assign(qd)
+    return m

@@ -1,0 +1,116 @@
+"""Run a scene with SolverSAP or one of Newton's solvers and summarize it (the ``newton-sap run`` job)."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import newton
+import numpy as np
+import warp as wp
+
+from .diagnostics import max_penetration, mechanical_energy
+from .examples.scenes import SCENES, Scene
+from .solver_sap import SolverSAP
+
+SOLVERS = ("sap", "featherstone", "mujoco")
+
+
+def make_solver(name: str, model: newton.Model):
+    """The solver ``name`` (one of :data:`SOLVERS`) for ``model``; MuJoCo collides on its own."""
+    if name == "sap":
+        return SolverSAP(model)
+    if name == "featherstone":
+        return newton.solvers.SolverFeatherstone(model)
+    if name == "mujoco":
+        try:
+            return newton.solvers.SolverMuJoCo(model, use_mujoco_cpu=False)
+        except ImportError as e:
+            raise RuntimeError("--solver mujoco needs mujoco-warp: pip install 'newton-sap[bench]'") from e
+    raise ValueError(f"unknown solver {name!r}; valid: {', '.join(SOLVERS)}")
+
+
+def run_scene(scene_name: str, worlds: int, steps: int | None, seconds: float | None, dt: float | None,
+              solver_name: str = "sap", device=None, progress=None) -> dict:  # fmt: skip
+    """Simulate ``scene_name`` and return its summary (see README). ``progress(k, steps)`` is called
+    every step when given. Ctrl-C stops early and still returns the summary of the steps done."""
+    scene: Scene = SCENES[scene_name]
+    dt = dt or scene.dt
+    steps = steps or max(int(round((seconds or scene.seconds) / dt)), 1)
+    with wp.ScopedDevice(device):
+        model = scene.build(worlds)
+    solver = make_solver(solver_name, model)
+    use_pipeline = scene.contacts and solver_name != "mujoco"
+    pipeline = newton.CollisionPipeline(model) if use_pipeline else None
+    contacts = pipeline.contacts() if pipeline else None
+    control = model.control()
+    s0, s1 = model.state(), model.state()
+    newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)
+    e0 = mechanical_energy(model, s0)
+    iterations, converged, num_contacts = [], [], []
+    interrupted, done, elapsed = False, 0, 0.0
+    try:
+        for k in range(steps):
+            if scene.targets is not None:
+                control.joint_target_q.assign(scene.targets(model, k * dt))
+            start = time.perf_counter()
+            if pipeline:
+                pipeline.collide(s0, contacts)
+            solver.step(s0, s1, control, contacts, dt)
+            wp.synchronize_device(model.device)
+            if k > 0:  # the first step compiles kernels
+                elapsed += time.perf_counter() - start
+            s0, s1 = s1, s0
+            done = k + 1
+            if isinstance(solver, SolverSAP):
+                stats = solver.stats
+                iterations.append(stats.iterations)
+                converged.append(stats.converged)
+                num_contacts.append(stats.num_contacts)
+            if progress:
+                progress(done, steps)
+    except KeyboardInterrupt:
+        interrupted = True
+    q = s0.joint_q.numpy()
+    energy_drift = None
+    if not scene.contacts and scene.targets is None:
+        e1 = mechanical_energy(model, s0)
+        energy_drift = float(np.max(np.abs(e1 - e0) / np.maximum(np.abs(e0), 1e-9)))
+    penetration = None
+    if pipeline:
+        pipeline.collide(s0, contacts)
+        penetration = max_penetration(model, s0, contacts)
+    timed = max(done - 1, 0)
+    return {
+        "scene": scene_name,
+        "solver": solver_name,
+        "worlds": worlds,
+        "steps": done,
+        "steps_requested": steps,
+        "interrupted": interrupted,
+        "dt": dt,
+        "device": str(model.device),
+        "env_steps_per_s": worlds * timed / elapsed if elapsed > 0 else None,
+        "ms_per_step": 1e3 * elapsed / timed if timed else None,
+        "newton_iterations_mean": float(np.mean(iterations)) if iterations else None,
+        "newton_iterations_max": int(np.max(iterations)) if iterations else None,
+        "converged_fraction": float(np.mean(converged)) if converged else None,
+        "contacts_per_world_mean": float(np.mean(num_contacts)) if num_contacts else None,
+        "max_penetration_m": penetration,
+        "energy_drift_max": energy_drift,
+        "finite": bool(np.all(np.isfinite(q)) and np.all(np.isfinite(s0.joint_qd.numpy()))),
+    }
+
+
+def format_summary(summary: dict) -> str:
+    """The summary as an aligned two-column table."""
+
+    def fmt(value):
+        if value is None:
+            return "n/a"
+        if isinstance(value, float):
+            return f"{value:,.0f}" if abs(value) >= 1000 else (f"{value:.3g}" if not math.isnan(value) else "nan")
+        return str(value)
+
+    width = max(len(k) for k in summary)
+    return "\n".join(f"{k.ljust(width)}  {fmt(v)}" for k, v in summary.items())
