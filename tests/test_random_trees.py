@@ -111,3 +111,14 @@ def test_step_without_constraints_is_free_motion(root):
     if root == "revolute":
         assert np.allclose(out.joint_qd.numpy(), v_star, atol=1e-6)
     assert solver.stats.converged.all() and (solver.stats.iterations == 0).all()
+
+
+def test_notify_model_changed_picks_up_new_masses():
+    model, state = build(9, 4, False, "free")
+    solver = newton_sap.SolverSAP(model)
+    mass = model.body_mass.numpy()
+    model.body_mass.assign(mass * 2.0)
+    model.body_inertia.assign(model.body_inertia.numpy() * 2.0)
+    solver.notify_model_changed(newton.ModelFlags.BODY_INERTIAL_PROPERTIES)
+    M_ref, _ = newton_reference(model, state)
+    assert rel_err(solver.snapshot(state).mass_matrix[0], M_ref) < RTOL
