@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .constraints.dispatch import CONTACT
 from .conventions import free_joint_velocity_map
 from .diagnostics import quat_to_matrix
 from .topology import JOINT_DISTANCE, JOINT_FREE
@@ -27,7 +28,7 @@ class SapSnapshot:
             [N, N·m] (D, K: joint damping and stiffness; K acts on scalar coordinates only).
         v_star: Free-motion velocity ``v0 + Δt (M + Δt D + Δt² K)⁻¹ τ`` (public convention at ``q0``).
         dof_start: Per world, the first public dof index (``joint_qd[dof_start[w] : dof_start[w] + n]``).
-        contact_jacobian: With contacts: per world, ``J`` of shape (3·nc, n) with
+        contact_jacobian: With contacts: per world, the contacts' ``J`` of shape (3·nc, n) with
             ``v_c = J joint_qd`` [m/s], three rows (t1, t2, n) per contact in slot order.
         contact_frame: Per world, (nc, 3, 3) rotations ``R_WC = [t1 t2 n]``, normal from shape 0 to 1.
         contact_distance: Per world, (nc,) signed distances φ0 [m] (negative: penetration).
@@ -36,8 +37,12 @@ class SapSnapshot:
         contact_bias_velocity: Per world, (nc, 3) ``v̂`` [m/s].
         contact_friction: Per world, (nc,) μ.
         contact_impulse: Per world, (nc, 3) the solved impulses γ [N·s] in the contact frames.
+        constraint_kind: Per world, (m,) the type of every constraint of the step (contacts, drives,
+            limits, joint friction, mimic, loop closures; ``constraints.dispatch`` constants).
+        constraint_jacobian: Per world, (3·m, n): three rows per constraint (unused rows are zero).
+        constraint_impulse: Per world, (m, 3) the solved impulses [N·s] (row 0 for one-row types).
         velocity: With contacts: per world, the step's solved velocity ``v`` (public convention at
-            ``q0``): ``A (v − v*) = Jᵀ γ`` at convergence.
+            ``q0``): ``A (v − v*) = J_allᵀ γ_all`` at convergence.
 
     Internally the solver uses ``[ω; v_M]`` for FREE joints (see ``conventions.py``); with
     ``q̇_pub = T q̇_int`` the public quantities are ``M_pub = T⁻ᵀ M_int T⁻¹``,
@@ -58,6 +63,9 @@ class SapSnapshot:
     contact_bias_velocity: list[np.ndarray] = field(default_factory=list)
     contact_friction: list[np.ndarray] = field(default_factory=list)
     contact_impulse: list[np.ndarray] = field(default_factory=list)
+    constraint_kind: list[np.ndarray] = field(default_factory=list)
+    constraint_jacobian: list[np.ndarray] = field(default_factory=list)
+    constraint_impulse: list[np.ndarray] = field(default_factory=list)
     velocity: list[np.ndarray] = field(default_factory=list)
 
 
@@ -102,7 +110,7 @@ def _contact_data(solver, state, control, contacts, dt, maps, snap) -> None:
     sap.setup_constraints(solver.model, state, control, contacts, solver._body_q, solver._dof_S, solver._rows,
                           solver._v0, solver._tau, dt)  # fmt: skip
     v_int = sap.solve(solver._rows, solver._dense, solver._v0, solver._v_star, solver._tau, dt).numpy()
-    c_world = sap.c_world.numpy()
+    c_world, c_kind = sap.c_world.numpy(), sap.c_kind.numpy()
     c_nnz, c_dof, c_J = sap.c_nnz.numpy(), sap.c_dof.numpy(), sap.c_J.numpy().astype(np.float64)
     arrays = {
         "contact_frame": sap.c_frame.numpy(),
@@ -113,17 +121,25 @@ def _contact_data(solver, state, control, contacts, dt, maps, snap) -> None:
         "contact_friction": sap.c_param.numpy(),
         "contact_impulse": sap.c_gamma.numpy(),
     }
+    gamma = sap.c_gamma.numpy().astype(np.float64)
     for w, (T, _acc, _pub0) in enumerate(maps):
         s, e = int(topo.world_dof_start[w]), int(topo.world_dof_start[w + 1])
+        T_inv = np.linalg.inv(T)
         slots = np.nonzero(c_world == w)[0]
         J = np.zeros((3 * len(slots), e - s))
         for row, c in enumerate(slots):
             for k in range(c_nnz[c]):
                 J[3 * row : 3 * row + 3, c_dof[c, k] - s] += c_J[c, k]
-        snap.contact_jacobian.append(J @ np.linalg.inv(T))
+        J = J @ T_inv
+        contacts_w = c_kind[slots] == CONTACT
+        rows = np.repeat(contacts_w, 3)
+        snap.contact_jacobian.append(J[rows])
+        snap.constraint_kind.append(c_kind[slots].copy())
+        snap.constraint_jacobian.append(J)
+        snap.constraint_impulse.append(gamma[slots])
         snap.velocity.append(T @ v_int[s:e].astype(np.float64))
         for name, values in arrays.items():
-            getattr(snap, name).append(values[slots].astype(np.float64))
+            getattr(snap, name).append(values[slots[contacts_w]].astype(np.float64))
 
 
 def _world_matrices(topo, rows: np.ndarray) -> list[np.ndarray]:

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import warp as wp
 
-from newton_sap.constraints.dispatch import JOINT_LIMIT, PD_DRIVE, constraint_impulse
+from newton_sap.constraints.dispatch import BILATERAL, JOINT_FRICTION, JOINT_LIMIT, PD_DRIVE, constraint_impulse
 
 
 @wp.kernel
@@ -42,6 +42,9 @@ CASES = {
     "drive saturated low": (PD_DRIVE, 0.3, 0.05, 1.0, np.linspace(0.5, 2.0, 9)),
     "limit active": (JOINT_LIMIT, 0.2, 0.01, 0.0, np.linspace(-1.0, 0.15, 9)),
     "limit inactive": (JOINT_LIMIT, 0.2, 0.01, 0.0, np.linspace(0.25, 1.0, 9)),
+    "friction sticking": (JOINT_FRICTION, 0.0, 0.01, 1.0, np.linspace(-0.009, 0.009, 9)),
+    "friction slipping": (JOINT_FRICTION, 0.0, 0.01, 1.0, np.linspace(0.02, 1.0, 9)),
+    "bilateral": (BILATERAL, 0.2, 0.01, 0.0, np.linspace(-1.0, 1.0, 9)),
 }
 
 
@@ -57,7 +60,7 @@ def test_impulse_and_hessian_are_derivatives_of_the_cost(case):
     scale = max(np.abs(gamma).max(), 1.0)
     assert np.allclose(-(cost_p - cost_m) / (2 * h), gamma, atol=1e-3 * scale)
     assert np.allclose(-(gamma_p - gamma_m) / (2 * h), G, atol=1e-3 * max(np.abs(G).max(), 1.0))
-    if "saturated" in case:
+    if "saturated" in case or "slipping" in case:
         assert np.allclose(np.abs(gamma), parameter) and np.all(G == 0.0)
     if "inactive" in case:
         assert np.all(gamma == 0.0) and np.all(cost == 0.0)

@@ -229,3 +229,48 @@ def test_quadruped_stands_under_pd_for_ten_seconds():
     assert 0.2 < q[2] < 0.8 and up[2] > 0.95  # standing, upright
     assert np.abs(q[7:] - target[7:]).max() < 0.1  # the legs hold the stance
     assert np.abs(s0.joint_qd.numpy()).max() < 0.05  # at rest
+
+
+def test_mimic_fingers_keep_their_coupling_while_grasping():
+    """A two-finger gripper: finger 2 mimics finger 1 (same opening, mirrored axis); finger 1 is driven
+    closed onto a 6 cm box standing on the ground. While the fingers squeeze it, q2 = q1 to 1e-4."""
+    b = newton.ModelBuilder(gravity=(0.0, 0.0, -G))
+    cfg = newton.ModelBuilder.ShapeConfig(mu=1.0)
+    fingers = []
+    for _ in range(2):
+        link = b.add_link(mass=0.1, inertia=wp.mat33(1e-4, 0, 0, 0, 1e-4, 0, 0, 0, 1e-4))
+        b.add_shape_box(link, hx=0.01, hy=0.01, hz=0.03, cfg=cfg)
+        fingers.append(link)
+    j1 = b.add_joint_prismatic(
+        -1, fingers[0], axis=(0.0, -1.0, 0.0), parent_xform=wp.transform((0.0, 0.08, 0.04), wp.quat_identity()),
+        target_ke=200.0, target_kd=20.0, effort_limit=20.0, actuator_mode=newton.JointTargetMode.POSITION,
+    )  # fmt: skip
+    j2 = b.add_joint_prismatic(-1, fingers[1], axis=(0.0, 1.0, 0.0),
+                               parent_xform=wp.transform((0.0, -0.08, 0.04), wp.quat_identity()))  # fmt: skip
+    b.add_articulation([j1, j2])
+    b.set_joint_mimic(j2, j1, coeffs=(0.0, 1.0))
+    box = b.add_body(xform=wp.transform((0.0, 0.0, 0.03), wp.quat_identity()))
+    b.add_shape_box(box, hx=0.03, hy=0.03, hz=0.03, cfg=cfg)
+    b.add_ground_plane(cfg=cfg)
+    model = b.finalize()
+    assert model.joint_mimic_joint.numpy()[j2] == j1
+    solver = newton_sap.SolverSAP(model)
+    pipeline = newton.CollisionPipeline(model)
+    contacts = pipeline.contacts()
+    control = model.control()
+    target = model.joint_q.numpy().copy()
+    target[0] = 0.07  # closes beyond the box surface (at 0.04 of travel): squeezes it
+    control.joint_target_q.assign(target)
+    s0, s1 = model.state(), model.state()
+    newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)
+    worst = 0.0
+    for _ in range(200):
+        pipeline.collide(s0, contacts)
+        solver.step(s0, s1, control, contacts, 0.005)
+        s0, s1 = s1, s0
+        q = s0.joint_q.numpy()
+        worst = max(worst, abs(q[1] - q[0]))
+    assert solver.stats.converged.all()
+    assert abs(q[0] - 0.04) < 2e-3  # in contact with the box faces (0.08 − 0.01 − 0.03)
+    assert solver.stats.num_contacts[0] >= 2  # both fingers touch the box
+    assert worst < 1e-4

@@ -59,3 +59,24 @@ def test_snapshot_without_contacts_has_no_contact_data():
     newton.eval_fk(model, state.joint_q, state.joint_qd, state)
     snap = Run(model).solver.snapshot(state)
     assert snap.contact_jacobian == [] and len(snap.mass_matrix) == 1
+
+
+def test_snapshot_holds_every_constraint_of_the_step():
+    """A dropped ant (joint limits and contacts): momentum balance over all constraints, contacts apart."""
+    import newton.examples
+    import warp as wp
+
+    robot = newton.ModelBuilder()
+    robot.add_mjcf(newton.examples.get_asset("nv_ant.xml"), xform=wp.transform((0, 0, 0.8), wp.quat_identity()),
+                   floating=True, enable_self_collisions=False)  # fmt: skip
+    robot.add_ground_plane()
+    run = Run(robot.finalize())
+    run.step(0.01, 60)
+    run.pipeline.collide(run.s0, run.contacts)
+    snap = run.solver.snapshot(run.s0, dt=0.01, contacts=run.contacts)
+    kinds = snap.constraint_kind[0]
+    assert (kinds == 0).sum() == len(snap.contact_distance[0]) > 0 and (kinds != 0).any()
+    A = snap.mass_matrix[0] + np.diag(0.01 * run.model.joint_damping.numpy())
+    lhs = A @ (snap.velocity[0] - snap.v_star[0])
+    rhs = snap.constraint_jacobian[0].T @ snap.constraint_impulse[0].ravel()
+    assert np.abs(lhs - rhs).max() < 1e-3 * max(np.abs(rhs).max(), 1e-3)
