@@ -6,7 +6,9 @@
                    [--solver sap|featherstone|mujoco] [--device D] [--out DIR]
 
 ``demo`` (the default command) runs the default scene headless; ``run`` any scene of ``list``. Each
-prints a summary table and writes ``summary.json`` into ``--out`` (default ``./newton-sap-out``).
+prints a summary table and writes ``summary.json``, ``plot.png`` (a trajectory and the solver
+statistics over time) and ``recording.json`` (Newton's file viewer format) into ``--out`` (default
+``./newton-sap-out``).
 """
 
 from __future__ import annotations
@@ -98,11 +100,15 @@ def main(argv=None) -> int:
     scene = DEFAULT_SCENE if args.command == "demo" else args.scene
     solver = "sap" if args.command == "demo" else args.solver
     steps = getattr(args, "steps", None)
-    summary = run_scene(scene, args.worlds, steps, args.seconds, args.dt, solver, args.device, _progress)
+    plot = os.path.join(args.out, "plot.png")
+    recording = os.path.join(args.out, "recording.json")
+    summary = run_scene(scene, args.worlds, steps, args.seconds, args.dt, solver, args.device, _progress, plot,
+                        recording)  # fmt: skip
     print(f"newton-sap {args.command}: {scene}, {solver}")
     print(format_summary(summary))
     with open(os.path.join(args.out, "summary.json"), "w") as f:
         json.dump(summary, f, indent=2)
+    print(f"wrote {args.out}/summary.json, plot.png and recording.json (replay with Newton's viewers)")
     return 0 if summary["finite"] else 1
 
 

@@ -6,14 +6,17 @@ import math
 import time
 
 import newton
+import newton.viewer
 import numpy as np
 import warp as wp
 
 from .diagnostics import max_penetration, mechanical_energy
 from .examples.scenes import SCENES, Scene
+from .plot import plot_run
 from .solver_sap import SolverSAP
 
 SOLVERS = ("sap", "featherstone", "mujoco")
+RECORDING_FPS = 30
 
 
 def make_solver(name: str, model: newton.Model):
@@ -31,9 +34,12 @@ def make_solver(name: str, model: newton.Model):
 
 
 def run_scene(scene_name: str, worlds: int, steps: int | None, seconds: float | None, dt: float | None,
-              solver_name: str = "sap", device=None, progress=None) -> dict:  # fmt: skip
+              solver_name: str = "sap", device=None, progress=None, plot: str | None = None,
+              recording: str | None = None) -> dict:  # fmt: skip
     """Simulate ``scene_name`` and return its summary (see README). ``progress(k, steps)`` is called
-    every step when given. Ctrl-C stops early and still returns the summary of the steps done."""
+    every step when given; ``plot`` is a PNG path for :func:`~newton_sap.plot.plot_run`; ``recording`` a
+    ``.json`` path for Newton's file viewer (replay with Newton's viewers), written at 30 frames per
+    simulated second. Ctrl-C stops early and still returns (and plots, records) the steps done."""
     scene: Scene = SCENES[scene_name]
     dt = dt or scene.dt
     steps = steps or max(int(round((seconds or scene.seconds) / dt)), 1)
@@ -48,6 +54,19 @@ def run_scene(scene_name: str, worlds: int, steps: int | None, seconds: float | 
     newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)
     e0 = mechanical_energy(model, s0)
     iterations, converged, num_contacts = [], [], []
+    conservative = not scene.contacts and scene.targets is None
+    series = {
+        "time": [],
+        "value": [],
+        "value_label": "energy of world 0 [J]" if conservative else "height of body 0 of world 0 [m]",
+        "iterations_mean": [],
+        "iterations_max": [],
+        "contacts": [],
+    }
+    recorder = newton.viewer.ViewerFile(recording) if recording else None
+    if recorder:
+        recorder.set_model(model)
+    frame_every = max(int(round(1.0 / (RECORDING_FPS * dt))), 1)
     interrupted, done, elapsed = False, 0, 0.0
     try:
         for k in range(steps):
@@ -67,10 +86,26 @@ def run_scene(scene_name: str, worlds: int, steps: int | None, seconds: float | 
                 iterations.append(stats.iterations)
                 converged.append(stats.converged)
                 num_contacts.append(stats.num_contacts)
+                series["iterations_mean"].append(float(stats.iterations.mean()))
+                series["iterations_max"].append(int(stats.iterations.max()))
+                series["contacts"].append(float(stats.num_contacts.mean()))
+            series["time"].append(done * dt)
+            if conservative:
+                series["value"].append(float(mechanical_energy(model, s0)[0]))
+            else:
+                series["value"].append(float(s0.body_q.numpy()[0][2]))
+            if recorder and k % frame_every == 0:
+                recorder.begin_frame(done * dt)
+                recorder.log_state(s0)
+                recorder.end_frame()
             if progress:
                 progress(done, steps)
     except KeyboardInterrupt:
         interrupted = True
+    if recorder:
+        recorder.close()
+    if plot:
+        plot_run(series, f"{scene_name}: {solver_name}, {worlds} worlds, dt {dt:g} s", plot)
     q = s0.joint_q.numpy()
     energy_drift = None
     if not scene.contacts and scene.targets is None:

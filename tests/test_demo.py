@@ -30,10 +30,29 @@ def test_cli_run_writes_its_summary(tmp_path, capsys):
     assert "env_steps_per_s" in capsys.readouterr().out
 
 
-def test_cli_demo_is_the_default_command(tmp_path, capsys):
+def test_cli_demo_is_the_default_command_and_writes_every_output(tmp_path, capsys):
     assert main(["--worlds", "2", "--seconds", "0.05", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "double_cartpole" in out and "energy_drift_max" in out
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["finite"] and summary["energy_drift_max"] < 1e-2
+    png = (tmp_path / "plot.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+    recording = json.loads((tmp_path / "recording.json").read_text())
+    assert recording  # Newton's file-viewer format: the model and the recorded states
+
+
+def test_plot_has_the_expected_axes(tmp_path):
+    import matplotlib.image
+
+    from newton_sap.plot import plot_run
+
+    series = {"time": [0.0, 0.1], "value": [1.0, 0.9], "value_label": "height [m]", "iterations_mean": [2, 1],
+              "iterations_max": [3, 1], "contacts": [4, 4]}  # fmt: skip
+    path = tmp_path / "plot.png"
+    plot_run(series, "test", str(path))
+    image = matplotlib.image.imread(path)
+    assert image.shape[0] == 800 and image.shape[1] == 800  # 8 × 8 in at 100 dpi, three stacked axes
 
 
 def test_cli_lists_the_scenes(capsys):
