@@ -1,0 +1,36 @@
+"""The kernels users run on CUDA compile for a Hopper GPU (sm_90, PTX through NVRTC) from the same code
+the CPU tests run: a codegen check that needs no GPU (no device is available to CI)."""
+
+import pytest
+import warp as wp
+
+from newton_sap import (
+    contact_constraints,
+    dynamics,
+    factorization,
+    integration,
+    joint_constraints,
+    kinematics,
+    loop_constraints,
+    pcg,
+    sap,
+    solver_sap,
+)
+
+MODULES = [kinematics, dynamics, factorization, integration, sap, pcg, solver_sap, contact_constraints,
+           joint_constraints, loop_constraints]  # fmt: skip
+
+
+@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)
+def test_module_compiles_for_cuda(module):
+    assert wp.compile_aot_module(module, arch=90, use_ptx=True)
+
+
+@pytest.mark.parametrize("n", [6, 27, 64])
+def test_tile_kernels_compile_for_cuda(n):
+    for kernel in (
+        factorization.dense_free_motion_kernel(n),
+        sap.newton_direction_kernel(n),
+        pcg.tree_factor_kernel(n),
+    ):
+        assert wp.compile_aot_module(kernel.module, arch=90, use_ptx=True)
