@@ -52,7 +52,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime
 import math
 import os
@@ -63,7 +62,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -75,8 +73,10 @@ wp.config.log_level = wp.LOG_WARNING
 
 import newton  # noqa: E402
 import newton.examples  # noqa: E402
+from common import cpu_name, error_text  # noqa: E402
 
 import newton_sap  # noqa: E402
+from newton_sap.diagnostics import max_penetration  # noqa: E402
 
 GRAVITY = 9.81
 """Magnitude of gravity [m/s^2], along -z."""
@@ -242,34 +242,6 @@ class Stepper:
 # Measurements
 
 
-def max_penetration(model: newton.Model, state: newton.State, pipeline: newton.CollisionPipeline, contacts) -> float:
-    """Largest penetration depth [m] (0 if none) of ``state``: ``-min φ`` over the contacts that ``pipeline``
-    finds, with SAP's signed distance ``φ = n·(p1 − p0) − (r0 + r1)`` (``r = rigid_contact_margin − shape_margin``)."""
-    pipeline.collide(state, contacts)
-    n = int(contacts.rigid_contact_count.numpy()[0])
-    if n == 0:
-        return 0.0
-    body_q = state.body_q.numpy()
-    shape_body, shape_margin = model.shape_body.numpy(), model.shape_margin.numpy()
-    s0, s1 = contacts.rigid_contact_shape0.numpy()[:n], contacts.rigid_contact_shape1.numpy()[:n]
-    normal = contacts.rigid_contact_normal.numpy()[:n]
-    normal = normal / np.linalg.norm(normal, axis=1, keepdims=True)
-    r0 = contacts.rigid_contact_margin0.numpy()[:n] - shape_margin[s0]
-    r1 = contacts.rigid_contact_margin1.numpy()[:n] - shape_margin[s1]
-    p0 = _to_world(body_q, shape_body[s0], contacts.rigid_contact_point0.numpy()[:n])
-    p1 = _to_world(body_q, shape_body[s1], contacts.rigid_contact_point1.numpy()[:n])
-    phi = np.einsum("ij,ij->i", normal, p1 - p0) - (r0 + r1)
-    return float(max(0.0, -np.min(phi)))
-
-
-def _to_world(body_q: np.ndarray, body: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """Points ``p`` given in the frames of bodies ``body`` (-1: world) in world coordinates."""
-    X = np.where((body >= 0)[:, None], body_q[np.maximum(body, 0)], np.array([0, 0, 0, 0, 0, 0, 1.0]))
-    t, q = X[:, :3], X[:, 3:]
-    u, w = q[:, :3], q[:, 3:4]
-    return t + p + 2.0 * w * np.cross(u, p) + 2.0 * np.cross(u, np.cross(u, p))
-
-
 @dataclass
 class Sanity:
     """Physical check of a final state."""
@@ -296,11 +268,13 @@ def sanity(scene: str, model: newton.Model, state: newton.State, probe) -> Sanit
     finite = bool(np.all(np.isfinite(qd)) and np.all(np.isfinite(body_q)))
     if not finite:
         return Sanity(False, math.inf, math.nan, math.nan)
+    pipeline, contacts = probe
+    pipeline.collide(state, contacts)
     return Sanity(
         finite=True,
         max_qd=float(np.max(np.abs(qd))),
         height=SCENES[scene].height(model, body_q),
-        penetration=max_penetration(model, state, *probe),
+        penetration=max_penetration(model, state, contacts),
     )
 
 
@@ -329,14 +303,6 @@ class Row:
     @property
     def env_steps_per_s(self) -> float:
         return self.worlds * self.steps / self.seconds if self.steps else math.nan
-
-
-def _error_text(exc: BaseException) -> str:
-    """One line: exception type, message and the innermost frame."""
-    tb = traceback.extract_tb(exc.__traceback__)
-    where = f" ({os.path.basename(tb[-1].filename)}:{tb[-1].lineno})" if tb else ""
-    msg = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {msg[:300]}{where}"
 
 
 def timed_run(stepper: Stepper, row: Row, warmup_steps: int, scene: str, probe) -> None:
@@ -377,7 +343,7 @@ def run_job(scene: str, worlds: int, name: str, model: newton.Model, probe, args
             rows.append(Row(scene, worlds, dofs, name, args.fallback_dt, steps=steps))
             timed_run(stepper, rows[1], round(args.warmup / args.fallback_dt), scene, probe)
     except Exception as exc:  # noqa: BLE001 - reported in the table
-        rows[-1].error = _error_text(exc)
+        rows[-1].error = error_text(exc)
         rows[-1].steps = 0
     last = rows[-1]
     print(
@@ -402,7 +368,7 @@ def worker(job_dir: str) -> None:
                 probe_pipeline = newton.CollisionPipeline(model)
                 models[(scene, worlds)] = (model, (probe_pipeline, probe_pipeline.contacts()))
             except Exception as exc:  # noqa: BLE001 - reported in the table
-                models[(scene, worlds)] = (None, _error_text(exc))
+                models[(scene, worlds)] = (None, error_text(exc))
         model, probe = models[(scene, worlds)]
         if model is None:
             rows = [Row(scene, worlds, 0, name, args.dt, error=f"model build failed: {probe}")]
@@ -452,7 +418,7 @@ def stable_dt_sweep(args) -> dict[str, dict[float, str]]:
         try:
             stepper = Stepper(name, model, "ant")
         except Exception as exc:  # noqa: BLE001 - reported in the table
-            result[name] = {dt: _error_text(exc) for dt in args.sweep_dts}
+            result[name] = {dt: error_text(exc) for dt in args.sweep_dts}
             continue
         for dt in args.sweep_dts:
             try:
@@ -470,7 +436,7 @@ def stable_dt_sweep(args) -> dict[str, dict[float, str]]:
                 else:
                     verdict = f"stable (z {z:.3f}, max qd {max_qd:.1e})"
             except Exception as exc:  # noqa: BLE001 - reported in the table
-                verdict = _error_text(exc)
+                verdict = error_text(exc)
             result[name][dt] = verdict
             print(f"stable-dt sweep: {name:<12} dt {dt:<6} {verdict}", flush=True)
     return result
@@ -478,14 +444,6 @@ def stable_dt_sweep(args) -> dict[str, dict[float, str]]:
 
 # ----------------------------------------------------------------------------------------------------------------
 # Report
-
-
-def _cpu_name() -> str:
-    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
 
 
 def _sap_columns(row: Row) -> list[str]:
@@ -501,7 +459,7 @@ def markdown(rows: list[Row], sweep: dict[str, dict[float, str]] | None, args, e
     header = [
         f"- date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}",
         f"- command: `{' '.join(shlex.quote(a) for a in [os.path.relpath(sys.argv[0])] + sys.argv[1:])}`",
-        f"- device: {device.alias} ({device.name if device.is_cuda else _cpu_name()}, {os.cpu_count()} logical CPUs)",
+        f"- device: {device.alias} ({device.name if device.is_cuda else cpu_name()}, {os.cpu_count()} logical CPUs)",
         f"- newton {newton.__version__}, warp {wp.config.version}, python {platform.python_version()}, "
         f"newton_sap from {os.path.dirname(newton_sap.__file__)}",
         f"- dt = {args.dt} s (rows marked otherwise: rerun at --fallback-dt after an explosion), warm-up "

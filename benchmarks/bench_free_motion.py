@@ -41,10 +41,8 @@ import platform
 import shlex
 import statistics
 import sys
-import sysconfig
 import tempfile
 import time
-import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -54,6 +52,7 @@ import warp as wp
 wp.config.log_level = wp.LOG_WARNING
 
 import newton  # noqa: E402
+from common import cpu_name, dynamics_only_urdf, example_robot_data, newton_asset  # noqa: E402
 
 import newton_sap  # noqa: E402
 
@@ -68,52 +67,13 @@ SANITY_STEPS = 20
 # Robots
 
 
-def _newton_asset(filename: str) -> str:
-    """Path of a file in Newton's bundled ``examples/assets`` directory."""
-    return os.path.join(os.path.dirname(newton.__file__), "examples", "assets", filename)
-
-
-def _example_robot_data(relpath: str) -> str:
-    """Path of a file in the installed example-robot-data (cmeel) ``robots`` directory."""
-    base = os.path.join(sysconfig.get_paths()["purelib"], "cmeel.prefix", "share", "example-robot-data", "robots")
-    path = os.path.join(base, relpath)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"{path} not found (pip install example-robot-data)")
-    return path
-
-
-def _dynamics_only_urdf(src: str, out_dir: str, fixed_joints: tuple[str, ...] = ()) -> str:
-    """Write a copy of URDF ``src`` into ``out_dir`` without ``<visual>``/``<collision>`` elements (Newton would
-    need ``trimesh`` for their meshes; dynamics only use ``<inertial>``), with the joints named in
-    ``fixed_joints`` turned into fixed joints (their ``<mimic>`` removed), and return its path."""
-    tree = ET.parse(src)
-    root = tree.getroot()
-    for link in root.iter("link"):
-        for tag in ("visual", "collision"):
-            for e in link.findall(tag):
-                link.remove(e)
-    found = set()
-    for joint in root.iter("joint"):
-        if joint.get("name") in fixed_joints:
-            joint.set("type", "fixed")
-            for e in joint.findall("mimic"):
-                joint.remove(e)
-            found.add(joint.get("name"))
-    missing = set(fixed_joints) - found
-    if missing:
-        raise ValueError(f"{src} has no joint(s) {sorted(missing)}")
-    path = os.path.join(out_dir, os.path.basename(src))
-    tree.write(path)
-    return path
-
-
 def _add_ant(builder: newton.ModelBuilder, tmp_dir: str) -> None:
-    builder.add_mjcf(_newton_asset("nv_ant.xml"), floating=True, enable_self_collisions=False)
+    builder.add_mjcf(newton_asset("nv_ant.xml"), floating=True, enable_self_collisions=False)
 
 
 def _add_humanoid(builder: newton.ModelBuilder, tmp_dir: str) -> None:
     builder.add_mjcf(
-        _newton_asset("nv_humanoid.xml"),
+        newton_asset("nv_humanoid.xml"),
         xform=wp.transform((0.0, 0.0, 1.4), wp.quat_identity()),
         floating=True,
         enable_self_collisions=False,
@@ -121,8 +81,8 @@ def _add_humanoid(builder: newton.ModelBuilder, tmp_dir: str) -> None:
 
 
 def _add_arm(builder: newton.ModelBuilder, tmp_dir: str) -> None:
-    urdf = _dynamics_only_urdf(
-        _example_robot_data("panda_description/urdf/panda.urdf"),
+    urdf = dynamics_only_urdf(
+        example_robot_data("panda_description/urdf/panda.urdf"),
         tmp_dir,
         fixed_joints=("panda_finger_joint1", "panda_finger_joint2"),
     )
@@ -319,21 +279,13 @@ def bench(robot: str, worlds: int, args, tmp_dir: str) -> Result:
 # Report
 
 
-def _cpu_name() -> str:
-    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
-
-
 def markdown(results: list[Result], args, elapsed: float) -> str:
     """The run's settings and a Markdown table of ``results``."""
     device = wp.get_device(args.device)
     header = [
         f"- date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}",
         f"- command: `{' '.join(shlex.quote(a) for a in [os.path.relpath(sys.argv[0])] + sys.argv[1:])}`",
-        f"- device: {device.alias} ({device.name if device.is_cuda else _cpu_name()}, {os.cpu_count()} logical CPUs)",
+        f"- device: {device.alias} ({device.name if device.is_cuda else cpu_name()}, {os.cpu_count()} logical CPUs)",
         f"- newton {newton.__version__}, warp {wp.config.version}, python {platform.python_version()}",
         f"- dt = {args.dt} s, gravity {GRAVITY} m/s^2, contacts=None, median of {args.repeats} repeats, "
         f"total run time {elapsed:.0f} s",

@@ -57,7 +57,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime
 import math
 import os
@@ -66,12 +65,9 @@ import platform
 import shlex
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import time
-import traceback
 import warnings
-import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -82,6 +78,7 @@ wp.config.log_level = wp.LOG_WARNING
 
 import newton  # noqa: E402
 import newton.examples  # noqa: E402
+from common import cpu_name, dynamics_only_urdf, error_text, example_robot_data  # noqa: E402
 
 import newton_sap  # noqa: E402
 
@@ -102,42 +99,9 @@ PANDA_ARMATURE = 0.1
 # Scenes
 
 
-def _example_robot_data(relpath: str) -> str:
-    """Path of a file in the installed example-robot-data (cmeel) ``robots`` directory."""
-    base = os.path.join(sysconfig.get_paths()["purelib"], "cmeel.prefix", "share", "example-robot-data", "robots")
-    path = os.path.join(base, relpath)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"{path} not found (pip install example-robot-data)")
-    return path
-
-
-def _dynamics_only_urdf(src: str, out_dir: str, fixed_joints: tuple[str, ...]) -> str:
-    """Write a copy of URDF ``src`` into ``out_dir`` without ``<visual>``/``<collision>`` elements, with the
-    joints named in ``fixed_joints`` turned into fixed joints (their ``<mimic>`` removed), and return its path."""
-    tree = ET.parse(src)
-    root = tree.getroot()
-    for link in root.iter("link"):
-        for tag in ("visual", "collision"):
-            for e in link.findall(tag):
-                link.remove(e)
-    found = set()
-    for joint in root.iter("joint"):
-        if joint.get("name") in fixed_joints:
-            joint.set("type", "fixed")
-            for e in joint.findall("mimic"):
-                joint.remove(e)
-            found.add(joint.get("name"))
-    missing = set(fixed_joints) - found
-    if missing:
-        raise ValueError(f"{src} has no joint(s) {sorted(missing)}")
-    path = os.path.join(out_dir, os.path.basename(src))
-    tree.write(path)
-    return path
-
-
 def _add_panda(b: newton.ModelBuilder, tmp_dir: str) -> None:
-    urdf = _dynamics_only_urdf(
-        _example_robot_data("panda_description/urdf/panda.urdf"),
+    urdf = dynamics_only_urdf(
+        example_robot_data("panda_description/urdf/panda.urdf"),
         tmp_dir,
         fixed_joints=("panda_finger_joint1", "panda_finger_joint2"),
     )
@@ -411,14 +375,6 @@ class Row:
         return self.worlds * self.steps / self.seconds if self.steps else math.nan
 
 
-def _error_text(exc: BaseException) -> str:
-    """One line: exception type, message and the innermost frame."""
-    tb = traceback.extract_tb(exc.__traceback__)
-    where = f" ({os.path.basename(tb[-1].filename)}:{tb[-1].lineno})" if tb else ""
-    msg = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {msg[:300]}{where}"
-
-
 def timed_run(stepper: Stepper, row: Row, warmup: float) -> None:
     """Reset, warm up for ``warmup`` simulated seconds, take ``row.steps`` timed steps and fill ``row``."""
     device = stepper.model.device
@@ -465,7 +421,7 @@ def run_job(scene: str, worlds: int, name: str, model: newton.Model, traj: Traje
             rows.append(Row(scene, worlds, name, args.fallback_dt, steps=round(steps * args.dt / args.fallback_dt)))
             timed_run(stepper, rows[1], args.warmup)
     except Exception as exc:  # noqa: BLE001 - reported in the table
-        rows[-1].error = _error_text(exc)
+        rows[-1].error = error_text(exc)
         rows[-1].steps = 0
     for r in rows:
         print(
@@ -490,7 +446,7 @@ def worker(job_dir: str) -> None:
             try:
                 models[(scene, worlds)] = build(scene, worlds, device, job_dir)
             except Exception as exc:  # noqa: BLE001 - reported in the table
-                models[(scene, worlds)] = (None, _error_text(exc))
+                models[(scene, worlds)] = (None, error_text(exc))
         model, traj = models[(scene, worlds)]
         if model is None:
             rows = [Row(scene, worlds, name, args.dt, error=f"model build failed: {traj}")]
@@ -533,14 +489,6 @@ def bench_scene(scene: str, args) -> list[Row]:
 # Report
 
 
-def _cpu_name() -> str:
-    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
-
-
 def _sap_columns(row: Row) -> list[str]:
     """Mean / max Newton iterations per step and the converged fraction (SAP rows only)."""
     if row.iterations is None:
@@ -554,7 +502,7 @@ def markdown(rows: list[Row], args, elapsed: float) -> str:
     header = [
         f"- date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}",
         f"- command: `{' '.join(shlex.quote(a) for a in [os.path.relpath(sys.argv[0])] + sys.argv[1:])}`",
-        f"- device: {device.alias} ({device.name if device.is_cuda else _cpu_name()}, {os.cpu_count()} logical CPUs)",
+        f"- device: {device.alias} ({device.name if device.is_cuda else cpu_name()}, {os.cpu_count()} logical CPUs)",
         f"- newton {newton.__version__}, warp {wp.config.version}, python {platform.python_version()}, "
         f"newton_sap from {os.path.dirname(newton_sap.__file__)}",
         f"- dt = {args.dt} s (rows marked otherwise: rerun at --fallback-dt after a failed sanity check), warm-up "
