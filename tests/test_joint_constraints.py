@@ -188,29 +188,12 @@ def test_mimic_across_worlds_is_refused():
 
 
 def test_quadruped_stands_under_pd_for_ten_seconds():
-    """Newton's bundled quadruped (offline URDF, cylinder feet) on the ground under PD at Δt = 5e-3."""
+    """Newton's bundled quadruped (offline URDF, cylinder feet) on the ground under PD at Δt = 5e-3
+    (the ``quadruped`` example scene, holding its stance)."""
     from newton_sap.diagnostics import quat_to_matrix
+    from newton_sap.examples.scenes import quadruped_pd
 
-    robot = newton.ModelBuilder()
-    robot.default_joint_cfg.armature = 0.01
-    robot.default_shape_cfg.mu = 1.0
-    robot.add_urdf(
-        newton.examples.get_asset("quadruped.urdf"),
-        xform=wp.transform((0.0, 0.0, 0.7), wp.quat_identity()),
-        floating=True,
-        enable_self_collisions=False,
-        ignore_inertial_definitions=True,
-    )
-    stance = [0.2, 0.4, -0.6, -0.2, -0.4, 0.6, -0.2, 0.4, -0.6, 0.2, -0.4, 0.6]
-    robot.joint_q[-12:] = stance
-    robot.add_ground_plane()
-    model = robot.finalize()
-    n = model.joint_dof_count
-    mode = np.full(n, int(newton.JointTargetMode.NONE), np.int32)
-    mode[6:] = int(newton.JointTargetMode.POSITION)
-    model.joint_target_mode.assign(mode)
-    model.joint_target_ke.assign(np.full(n, 2000.0, np.float32))
-    model.joint_target_kd.assign(np.full(n, 10.0, np.float32))
+    model = quadruped_pd(1)
     solver = newton_sap.SolverSAP(model)
     pipeline = newton.CollisionPipeline(model)
     contacts = pipeline.contacts()
