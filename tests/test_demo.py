@@ -87,3 +87,17 @@ def test_energy_diagnostic_closed_form():
     newton.eval_fk(model, state.joint_q, state.joint_qd, state)
     expected = 0.5 * 2.0 * 5.0 + 0.5 * 0.5 * 9.0 + 2.0 * 9.81 * 1.2
     assert np.allclose(mechanical_energy(model, state), [expected, expected], rtol=1e-5)
+
+
+def test_ctrl_c_keeps_the_partial_summary(tmp_path):
+    """An interrupt (Ctrl-C) during a run stops it and still returns, plots and records the steps done."""
+
+    def interrupt_at_third_step(done, total):
+        if done == 3:
+            raise KeyboardInterrupt
+
+    plot, recording = tmp_path / "plot.png", tmp_path / "recording.json"
+    summary = run_scene("box_stack", 1, 10, None, None, progress=interrupt_at_third_step, plot=str(plot),
+                        recording=str(recording))  # fmt: skip
+    assert summary["interrupted"] and summary["steps"] == 3 and summary["steps_requested"] == 10
+    assert plot.exists() and recording.exists()
