@@ -722,6 +722,8 @@ class SapSolver:
         )  # fmt: skip
         if ndof == 0:
             return self.v
+        if not self.world_active.numpy().any():
+            return v_star  # no world has a constraint this step (v* mode): the answer is the free motion
         wp.launch(init_velocity, dim=ndof, inputs=[T.dof_world, self.world_active, v0, v_star], outputs=[self.v],
                   device=dev)  # fmt: skip
         wp.launch(
