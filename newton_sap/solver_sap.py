@@ -138,9 +138,7 @@ class SolverSAP(newton.solvers.SolverBase):
         self._dynamics(state_in, control.joint_f, state_in.body_f, dt, passive=1, include_external=1)
         if not momentum:
             self._free_motion(dt)
-        self._sap_ran = (
-            contacts is not None or momentum or self._sap.model_constraints or len(self.topology.loop_joints)
-        )
+        self._sap_ran = contacts is not None or momentum or self._sap.model_constraints
         v = self._v_star
         if self._sap_ran:
             self._check_contact_capacity(contacts)
