@@ -21,6 +21,8 @@ from .constraints.dispatch import CONTACT
 from .constraints.friction_cone import contact_bias_velocity, contact_compliance
 from .jacobian import chain_rows, tangent_frame
 
+wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
+
 
 @wp.func
 def pair_parameters(

@@ -19,6 +19,8 @@ the same numbers in both conventions. The FK kernel applies these maps
 import numpy as np
 import warp as wp
 
+wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
+
 
 @wp.func
 def free_velocity_public_to_internal(v_pub: wp.vec3, w_pub: wp.vec3, r: wp.vec3):

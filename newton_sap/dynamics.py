@@ -12,6 +12,8 @@ import warp as wp
 from .spatial import Inertia10, dot6, force_cross, inertia10_about, inertia10_apply, twist_shift
 from .topology import JOINT_DISTANCE, JOINT_FREE
 
+wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
+
 
 @wp.kernel
 def tree_reference_points(

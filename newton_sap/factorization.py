@@ -15,12 +15,14 @@ import functools
 
 import warp as wp
 
+wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
+
 
 @functools.cache
 def dense_free_motion_kernel(n: int):
     """Tile kernel for trees of exactly ``n`` dofs: ``v*[tree] = v0[tree] + Δt · chol_solve(A, τ)``."""
 
-    @wp.kernel(module="unique")
+    @wp.kernel(module="unique", module_options={"enable_backward": False})
     def dense_free_motion(
         # model
         bucket_tree_dof_start: wp.array(dtype=wp.int32),

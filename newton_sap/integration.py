@@ -18,6 +18,8 @@ import warp as wp
 from .conventions import free_com_velocity_after_step
 from .topology import JOINT_BALL, JOINT_DISTANCE, JOINT_FREE
 
+wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
+
 
 @wp.func
 def rotate_quat(q: wp.quat, w: wp.vec3, dt: float):

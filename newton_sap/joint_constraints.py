@@ -16,6 +16,8 @@ from .constraints.dispatch import BILATERAL, JOINT_FRICTION, JOINT_LIMIT, PD_DRI
 from .constraints.friction_cone import TWO_PI_SQ
 from .constraints.pd_drive import pd_drive_parameters
 
+wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
+
 LIMIT_NEAR_RIGID_BETA = 0.1
 """β of joint limits (Drake's value)."""
 MODE_POSITION = wp.constant(int(newton.JointTargetMode.POSITION))

@@ -20,6 +20,8 @@ from .conventions import body_twist_to_public, free_velocity_public_to_internal
 from .spatial import motion_cross, twist_shift
 from .topology import JOINT_BALL, JOINT_D6, JOINT_DISTANCE, JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE
 
+wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
+
 
 @wp.func
 def joint_motion(

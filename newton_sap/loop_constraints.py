@@ -20,6 +20,8 @@ from .constraints.dispatch import BILATERAL
 from .jacobian import chain_rows, tangent_frame
 from .topology import JOINT_FIXED, JOINT_REVOLUTE
 
+wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
+
 DEGENERATE_W = 1.0e-12
 """[kg⁻¹] A slot whose Delassus estimate is below this has (numerically) zero Jacobian rows: the
 mechanism already satisfies it structurally, so it stays inactive rather than divide by w = 0."""

@@ -17,6 +17,8 @@ import functools
 
 import warp as wp
 
+wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
+
 CG_REL_TOLERANCE = 1.0e-4
 """Stop when ``‖r‖ ≤ tol · ‖∇ℓ‖`` (an inexact Newton direction; the line search keeps descent)."""
 
@@ -40,7 +42,7 @@ def tree_factor_kernel(n: int):
     """Tile kernel for the trees of ``n`` dofs (a dense-tree bucket): ``P_t = L Lᵀ`` with L stored in
     place, for trees of active PCG worlds."""
 
-    @wp.kernel(module="unique")
+    @wp.kernel(module="unique", module_options={"enable_backward": False})
     def tree_factor(
         # model
         bucket_trees: wp.array(dtype=wp.int32),

@@ -36,6 +36,8 @@ from .loop_constraints import loop_rows
 from .pcg import precond_diag_init, tree_factor_kernel, world_pcg
 from .topology import bucket_views
 
+wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
+
 ALPHA_MAX = 1.5
 """Largest line-search step (SAP.md §6)."""
 LINE_SEARCH_MAX_ITERATIONS = 40
@@ -331,7 +333,7 @@ def check_convergence(
 def newton_direction_kernel(n: int):
     """Tile kernel for worlds of ``n`` dofs: ``Δv = −H⁻¹ ∇ℓ`` by a dense Cholesky of H."""
 
-    @wp.kernel(module="unique")
+    @wp.kernel(module="unique", module_options={"enable_backward": False})
     def newton_direction(
         # model
         bucket_worlds: wp.array(dtype=wp.int32),

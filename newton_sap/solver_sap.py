@@ -24,6 +24,8 @@ from .snapshot import SapSnapshot, take_snapshot
 from .spatial import Inertia10
 from .topology import ModelError, bucket_views, build_topology, to_device
 
+wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
+
 
 @dataclass
 class SolverStats:
