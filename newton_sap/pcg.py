@@ -132,10 +132,13 @@ def apply_hessian(
             j = dof_parent[j]
     for k in range(begin, end):
         c = world_constraints[k]
+        G = c_G[c]
+        if wp.ddot(G, G) == 0.0:
+            continue  # no curvature: this row adds nothing to H
         Jp = wp.vec3(0.0)
         for e in range(c_nnz[c]):
             Jp += c_J[c, e] * p[c_dof[c, e]]
-        u = c_G[c] * Jp
+        u = G * Jp
         for e in range(c_nnz[c]):
             d = c_dof[c, e]
             Hp[d] = Hp[d] + wp.dot(c_J[c, e], u)

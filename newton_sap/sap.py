@@ -239,8 +239,10 @@ def hessian_assembly(
         return
     if world_active[w] == 0:
         return
-    nnz = c_nnz[c]
     G = c_G[c]
+    if wp.ddot(G, G) == 0.0:
+        return  # no curvature (separated contact, inactive limit, saturated drive): nothing to add
+    nnz = c_nnz[c]
     s = world_dof_start[w]
     n = world_dof_start[w + 1] - s
     off = world_dense_offset[w]
