@@ -55,10 +55,14 @@ def run_scene(scene_name: str, worlds: int, steps: int | None, seconds: float | 
     e0 = mechanical_energy(model, s0)
     iterations, converged, num_contacts = [], [], []
     conservative = not scene.contacts and scene.targets is None
+    labels = [label.rsplit("/", 1)[-1] for label in model.body_label]
+    body = 0 if scene.traced_body is None else labels.index(scene.traced_body)
+    body_name = f"body {body}" if scene.traced_body is None else scene.traced_body
+    axis = ("x", "y", "height")[scene.traced_axis]
     series = {
         "time": [],
         "value": [],
-        "value_label": "energy of world 0 [J]" if conservative else "height of body 0 of world 0 [m]",
+        "value_label": "energy of world 0 [J]" if conservative else f"{axis} of {body_name} of world 0 [m]",
         "iterations_mean": [],
         "iterations_max": [],
         "contacts": [],
@@ -93,7 +97,7 @@ def run_scene(scene_name: str, worlds: int, steps: int | None, seconds: float | 
             if conservative:
                 series["value"].append(float(mechanical_energy(model, s0)[0]))
             else:
-                series["value"].append(float(s0.body_q.numpy()[0][2]))
+                series["value"].append(float(s0.body_q.numpy()[body][scene.traced_axis]))
             if recorder and k % frame_every == 0:
                 recorder.begin_frame(done * dt)
                 recorder.log_state(s0)

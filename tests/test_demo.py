@@ -6,9 +6,10 @@ import newton
 import numpy as np
 import pytest
 
+from newton_sap import SolverSAP
 from newton_sap.__main__ import main, parse_args
 from newton_sap.diagnostics import mechanical_energy
-from newton_sap.examples.scenes import SCENES
+from newton_sap.examples.scenes import PANDA_CUBE_START, SCENES
 from newton_sap.runner import run_scene
 
 
@@ -101,3 +102,34 @@ def test_ctrl_c_keeps_the_partial_summary(tmp_path):
                         recording=str(recording))  # fmt: skip
     assert summary["interrupted"] and summary["steps"] == 3 and summary["steps_requested"] == 10
     assert plot.exists() and recording.exists()
+
+
+def test_panda_pushes_the_cube_along_the_ground():
+    """The Panda's fingertips push the 5 cm cube about 10 cm along +x, then the hand lifts: the cube slid, did not
+    turn, tip over or fly, rests flat on the ground; the arm tracks its targets; every world converges."""
+    scene = SCENES["panda_push"]
+    model = scene.build(2)
+    solver = SolverSAP(model)
+    pipeline = newton.CollisionPipeline(model)
+    contacts = pipeline.contacts()
+    control = model.control()
+    s0, s1 = model.state(), model.state()
+    newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)
+    cube = [k for k, label in enumerate(model.body_label) if label.endswith("cube")]
+    assert len(cube) == 2
+    highest = 0.0
+    for k in range(int(round(scene.seconds / scene.dt))):
+        control.joint_target_q.assign(scene.targets(model, k * scene.dt))
+        pipeline.collide(s0, contacts)
+        solver.step(s0, s1, control, contacts, scene.dt)
+        s0, s1 = s1, s0
+        assert solver.stats.converged.all(), f"step {k}"
+        highest = max(highest, float(s0.body_q.numpy()[cube, 2].max()))
+    pose = s0.body_q.numpy()[cube]
+    moved = pose[:, :3] - np.asarray(PANDA_CUBE_START)
+    assert np.all(moved[:, 0] > 0.08) and np.all(np.abs(moved[:, 1]) < 5e-3)  # pushed ~10 cm along +x
+    assert highest < 0.03  # centre at most 5 mm above its resting height while sliding: not launched, not tipped
+    assert np.allclose(pose[:, 2], 0.025, atol=1e-3) and np.all(np.abs(pose[:, 6]) > 0.999)  # resting flat
+    assert np.abs(s0.joint_qd.numpy()).max() < 0.05  # everything at rest
+    q = s0.joint_q.numpy().reshape(2, -1)[:, :9]
+    assert np.abs(q - scene.targets(model, scene.seconds).reshape(2, -1)[:, :9]).max() < 0.02  # [rad, m]

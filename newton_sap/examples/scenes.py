@@ -6,6 +6,7 @@ the default time step and duration, and an optional controller setting PD target
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -17,6 +18,9 @@ import warp as wp
 from . import double_cartpole
 
 QUADRUPED_STANCE = [0.2, 0.4, -0.6, -0.2, -0.4, 0.6, -0.2, 0.4, -0.6, 0.2, -0.4, 0.6]
+
+PANDA_URDF = os.path.join(os.path.dirname(__file__), "assets", "panda.urdf")
+"""example-robot-data's Panda URDF without its meshes (see the file's header)."""
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,9 @@ class Scene:
         dt: Default time step [s].
         seconds: Default simulated duration [s].
         targets: Optional ``(model, t) -> joint_target_q`` for PD-driven scenes.
+        traced_body: Label (after its last ``/``) of the body of world 0 whose position the run plots; None:
+            body 0.
+        traced_axis: The plotted coordinate of that body's origin (0: x, 1: y, 2: z).
     """
 
     description: str
@@ -38,6 +45,8 @@ class Scene:
     dt: float = 0.01
     seconds: float = 2.0
     targets: Callable[[newton.Model, float], np.ndarray] | None = None
+    traced_body: str | None = None
+    traced_axis: int = 2
 
 
 def _replicate(robot: newton.ModelBuilder, worlds: int, ground: bool = True) -> newton.Model:
@@ -126,6 +135,111 @@ def _quadruped_targets(model: newton.Model, t: float) -> np.ndarray:
     return per_world.ravel().astype(np.float32)
 
 
+# Colliders of the Panda's links (its URDF's collision meshes need trimesh): capsules (segment end points and
+# radius [m], in the link frame) and a box for the hand, fitted to the bounding boxes of those meshes. The fingers
+# keep their URDF box colliders. The base (link0, bolted to the ground) is drawn but does not collide.
+_PANDA_CAPSULES = {
+    "panda_link1": ((0.0, 0.0, -0.137), (0.0, 0.0, 0.0), 0.055),
+    "panda_link2": ((0.0, 0.0, 0.0), (0.0, -0.139, 0.0), 0.055),
+    "panda_link3": ((0.0, 0.0, -0.066), (0.083, 0.0, 0.0), 0.055),
+    "panda_link4": ((0.0, 0.0, 0.0), (-0.083, 0.069, 0.0), 0.055),
+    "panda_link5": ((0.0, 0.0, -0.21), (0.0, 0.0, 0.0), 0.055),
+    "panda_link6": ((0.0, 0.0, 0.0), (0.088, 0.0, 0.0), 0.05),
+    "panda_link7": ((0.0, 0.0, 0.055), (0.0, 0.0, 0.085), 0.045),
+}
+_PANDA_HAND_BOX = ((0.0, -0.002, 0.02), (0.032, 0.102, 0.046))  # centre, half extents [m] in the hand frame
+_PANDA_BASE_CYLINDER = ((-0.04, 0.0, 0.07), 0.09, 0.07)  # centre, radius, half height [m] in the link0 frame
+
+# Arm keyframes: time [s] and joint 1-7 targets [rad] putting the hand's tool-centre point, pointing down with the
+# fingers along y, at (x, 0, z) [m]: above (0.42, 0.20), lowered (0.42, 0.038), pushed (0.62, 0.038), lifted
+# (0.60, 0.12) (damped least squares on the model's FK). Without gravity compensation the PD sags by ~4 mm: the
+# fingertips (1.85 cm tall) push the cube's face between 2.4 and 4.3 cm, the fingers' wider screw mounts pass above.
+_PANDA_KEYFRAMES = (
+    (0.0, (0.0, -0.1712, 0.0, -2.6371, 0.0, 2.4659, 0.7854)),
+    (0.6, (0.0, 0.3112, 0.0, -2.6316, 0.0, 2.9429, 0.7854)),
+    (2.0, (0.0, 0.6630, 0.0, -1.9235, 0.0, 2.5865, 0.7854)),
+    (2.5, (0.0, 0.4462, 0.0, -2.0330, 0.0, 2.4792, 0.7854)),
+)
+PANDA_FINGER_OPENING = 0.01
+"""Target of each finger joint [m]: the fingertips 2 cm apart, pushing side by side."""
+PANDA_CONTACT_GAP = 0.01
+"""Contact detection gap [m] of every shape (Newton's default 0.1 m makes ~4x more, mostly far, contacts)."""
+PANDA_CUBE_START = (0.55, 0.0, 0.025)
+"""Initial centre of the pushed 5 cm cube [m] (the hand pushes it along +x)."""
+
+
+def panda_push(worlds: int) -> newton.Model:
+    """A Franka Panda bolted to the ground pushes a 5 cm, 250 g cube (μ 0.5) 10 cm along x with its fingertips.
+
+    The arm is example-robot-data's URDF (:data:`PANDA_URDF`) with primitive colliders (``_PANDA_CAPSULES``),
+    armature 0.1 kg·m² per joint (MuJoCo Menagerie's value), self-collisions off, every joint under PD tracking
+    :func:`_panda_targets`: Kp 8000 / 1000 N·m/rad and Kd 250 / 50 N·m·s/rad on joints 1-4 / 5-7, Kp 1000 N/m and
+    Kd 20 N·s/m on the fingers; the URDF's effort limits (87 / 12 N·m, 100 N) cap the drives.
+    """
+    robot = newton.ModelBuilder()
+    robot.rigid_gap = PANDA_CONTACT_GAP
+    robot.default_joint_cfg.armature = 0.1
+    robot.default_shape_cfg.mu = 0.5
+    robot.add_urdf(PANDA_URDF, floating=False, enable_self_collisions=False)
+    link = {label.rsplit("/", 1)[-1]: k for k, label in enumerate(robot.body_label)}
+    arm_shapes = list(range(robot.shape_count))  # the fingers' boxes
+    cfg = robot.default_shape_cfg.copy()
+    cfg.density = 0.0  # the URDF's inertias stay as they are
+    for name, (p0, p1, radius) in _PANDA_CAPSULES.items():
+        p0, p1 = np.asarray(p0), np.asarray(p1)
+        length = float(np.linalg.norm(p1 - p0))
+        rotation = wp.quat_between_vectors(wp.vec3(0.0, 0.0, 1.0), wp.vec3(*((p1 - p0) / length)))
+        xform = wp.transform(wp.vec3(*(0.5 * (p0 + p1))), rotation)
+        arm_shapes.append(robot.add_shape_capsule(link[name], xform=xform, radius=radius, half_height=0.5 * length,
+                                                  cfg=cfg))  # fmt: skip
+    centre, (hx, hy, hz) = _PANDA_HAND_BOX
+    xform = wp.transform(centre, wp.quat_identity())
+    arm_shapes.append(robot.add_shape_box(link["panda_hand"], xform=xform, hx=hx, hy=hy, hz=hz, cfg=cfg))
+    for a, i in enumerate(arm_shapes):  # no self-collisions
+        for j in arm_shapes[a + 1 :]:
+            robot.add_shape_collision_filter_pair(i, j)
+    visual = cfg.copy()
+    visual.has_shape_collision = visual.has_particle_collision = False
+    centre, radius, half_height = _PANDA_BASE_CYLINDER
+    xform = wp.transform(centre, wp.quat_identity())
+    robot.add_shape_cylinder(link["panda_link0"], xform=xform, radius=radius, half_height=half_height, cfg=visual)
+    cube = robot.add_body(xform=wp.transform(PANDA_CUBE_START, wp.quat_identity()), label="cube")
+    robot.add_shape_box(cube, hx=0.025, hy=0.025, hz=0.025, cfg=newton.ModelBuilder.ShapeConfig(mu=0.5, density=2000.0))
+    robot.joint_q[:9] = [*_PANDA_KEYFRAMES[0][1], PANDA_FINGER_OPENING, PANDA_FINGER_OPENING]
+    scene = newton.ModelBuilder()
+    scene.rigid_gap = PANDA_CONTACT_GAP
+    scene.default_shape_cfg.mu = 0.5
+    scene.replicate(robot, worlds)
+    scene.add_ground_plane()
+    model = scene.finalize()
+    worlds = max(model.world_count, 1)
+    driven = np.r_[np.ones(9, bool), np.zeros(6, bool)]  # per world: 7 arm joints, 2 fingers; the cube's free joint
+    mode = np.where(driven, int(newton.JointTargetMode.POSITION), int(newton.JointTargetMode.NONE))
+    model.joint_target_mode.assign(np.tile(mode, worlds).astype(np.int32))
+    ke = np.r_[np.full(4, 8000.0), np.full(3, 1000.0), 1000.0, 1000.0, np.zeros(6)]
+    kd = np.r_[np.full(4, 250.0), np.full(3, 50.0), 20.0, 20.0, np.zeros(6)]
+    model.joint_target_ke.assign(np.tile(ke, worlds).astype(np.float32))
+    model.joint_target_kd.assign(np.tile(kd, worlds).astype(np.float32))
+    return model
+
+
+def _panda_targets(model: newton.Model, t: float) -> np.ndarray:
+    """Arm joint targets through :data:`_PANDA_KEYFRAMES` (smoothstep between them, then held); fingers fixed."""
+    times = [k[0] for k in _PANDA_KEYFRAMES]
+    k = int(np.searchsorted(times, t, side="right")) - 1
+    if k + 1 < len(times):
+        s = (t - times[k]) / (times[k + 1] - times[k])
+        s = s * s * (3.0 - 2.0 * s)
+        arm = (1.0 - s) * np.asarray(_PANDA_KEYFRAMES[k][1]) + s * np.asarray(_PANDA_KEYFRAMES[k + 1][1])
+    else:
+        arm = np.asarray(_PANDA_KEYFRAMES[-1][1])
+    q = model.joint_q.numpy().copy()
+    per_world = q.reshape(max(model.world_count, 1), -1)
+    per_world[:, :7] = arm
+    per_world[:, 7:9] = PANDA_FINGER_OPENING
+    return per_world.ravel().astype(np.float32)
+
+
 SCENES: dict[str, Scene] = {
     "double_cartpole": Scene(
         "double pendulum on a cart, chaotic, no contacts (energy drift is the check)",
@@ -140,6 +254,15 @@ SCENES: dict[str, Scene] = {
     "humanoid": Scene("MuJoCo humanoid dropped onto the ground (unactuated)", humanoid_drop, seconds=3.0),
     "quadruped": Scene(
         "quadruped standing under PD, knees swaying", quadruped_pd, dt=5e-3, seconds=3.0, targets=_quadruped_targets
+    ),
+    "panda_push": Scene(
+        "Franka Panda under PD pushes a cube 10 cm across the ground",
+        panda_push,
+        dt=5e-3,
+        seconds=3.0,
+        targets=_panda_targets,
+        traced_body="cube",
+        traced_axis=0,
     ),
 }
 """Every scene ``newton-sap run`` knows, by name."""
