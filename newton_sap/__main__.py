@@ -1,14 +1,15 @@
 """Command line: ``newton-sap`` (or ``python -m newton_sap``).
 
-    newton-sap demo [--worlds N] [--seconds T] [--dt DT] [--device D] [--out DIR]
+    newton-sap demo [--worlds N] [--seconds T] [--dt DT] [--device D] [--out DIR] [--viewer V]
     newton-sap list
     newton-sap run SCENE [--worlds N] [--seconds T | --steps K] [--dt DT]
-                   [--solver sap|featherstone|mujoco] [--device D] [--out DIR]
+                   [--solver sap|featherstone|mujoco] [--device D] [--out DIR] [--viewer V]
 
-``demo`` (the default command) runs the default scene headless; ``run`` any scene of ``list``. Each
-prints a summary table and writes ``summary.json``, ``plot.png`` (a trajectory and the solver
-statistics over time) and ``recording.json`` (Newton's file viewer format) into ``--out`` (default
-``./newton-sap-out``).
+``demo`` (the default command) runs the default scene; ``run`` any scene of ``list``. Each
+prints a summary table and writes ``summary.json`` and ``plot.png`` (a trajectory and the solver
+statistics over time) into ``--out`` (default ``./newton-sap-out``), plus what ``--viewer`` asks for:
+``recording.json`` (``file``, the default: Newton's file viewer format), ``recording.usd`` (``usd``),
+``recording.rrd`` (``rerun``), a live window (``gl``) or nothing (``none``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ wp.config.log_level = wp.LOG_WARNING  # before Warp initializes: no banner, no m
 
 from .examples.scenes import SCENES  # noqa: E402
 from .runner import SOLVERS, format_summary, run_scene  # noqa: E402
+from .viewers import RECORDING_FILES, VIEWERS, viewer_unavailable  # noqa: E402
 
 DEFAULT_SCENE = "double_cartpole"
 DEFAULT_WORLDS = 256
@@ -57,6 +59,9 @@ def _add_run_options(parser, worlds_default):
     parser.add_argument("--dt", type=_positive(float), default=None, help="time step [s] (scene default)")
     parser.add_argument("--device", default=None, help="Warp device, e.g. cpu or cuda:0")
     parser.add_argument("--out", type=_writable_dir, default="newton-sap-out", help="output folder")
+    parser.add_argument(
+        "--viewer", choices=VIEWERS, default="file", help="recording in --out (file, usd, rerun) or live window (gl)"
+    )
 
 
 def parse_args(argv):
@@ -81,6 +86,8 @@ def parse_args(argv):
             parser.error(f"unknown solver {args.solver!r}; valid: {', '.join(SOLVERS)}")
         if args.steps is not None and args.seconds is not None:
             parser.error("give --steps or --seconds, not both")
+    if args.command in ("demo", "run") and (why := viewer_unavailable(args.viewer)):
+        parser.error(why)
     return args
 
 
@@ -101,14 +108,16 @@ def main(argv=None) -> int:
     solver = "sap" if args.command == "demo" else args.solver
     steps = getattr(args, "steps", None)
     plot = os.path.join(args.out, "plot.png")
-    recording = os.path.join(args.out, "recording.json")
+    recording = RECORDING_FILES.get(args.viewer)
+    if args.viewer == "gl":
+        print("newton-sap: the window stays open after the run; close it to finish", file=sys.stderr)
     summary = run_scene(scene, args.worlds, steps, args.seconds, args.dt, solver, args.device, _progress, plot,
-                        recording)  # fmt: skip
+                        recording and os.path.join(args.out, recording), args.viewer)  # fmt: skip
     print(f"newton-sap {args.command}: {scene}, {solver}")
     print(format_summary(summary))
     with open(os.path.join(args.out, "summary.json"), "w") as f:
         json.dump(summary, f, indent=2)
-    print(f"wrote {args.out}/summary.json, plot.png and recording.json (replay with Newton's viewers)")
+    print(f"wrote {args.out}/summary.json, plot.png" + (f" and {recording}" if recording else ""))
     return 0 if summary["finite"] else 1
 
 

@@ -6,7 +6,6 @@ import math
 import time
 
 import newton
-import newton.viewer
 import numpy as np
 import warp as wp
 
@@ -14,6 +13,7 @@ from .diagnostics import max_penetration, mechanical_energy
 from .examples.scenes import SCENES, Scene
 from .plot import plot_run
 from .solver_sap import SolverSAP
+from .viewers import make_viewer
 
 SOLVERS = ("sap", "featherstone", "mujoco")
 RECORDING_FPS = 30
@@ -35,11 +35,15 @@ def make_solver(name: str, model: newton.Model):
 
 def run_scene(scene_name: str, worlds: int, steps: int | None, seconds: float | None, dt: float | None,
               solver_name: str = "sap", device=None, progress=None, plot: str | None = None,
-              recording: str | None = None) -> dict:  # fmt: skip
-    """Simulate ``scene_name`` and return its summary (see README). ``progress(k, steps)`` is called
-    every step when given; ``plot`` is a PNG path for :func:`~newton_sap.plot.plot_run`; ``recording`` a
-    ``.json`` path for Newton's file viewer (replay with Newton's viewers), written at 30 frames per
-    simulated second. Ctrl-C stops early and still returns (and plots, records) the steps done."""
+              recording: str | None = None, viewer: str = "file") -> dict:  # fmt: skip
+    """Simulate ``scene_name`` and return its summary (see README).
+
+    ``progress(k, steps)`` is called every step when given; ``plot`` is a PNG path for
+    :func:`~newton_sap.plot.plot_run`. ``viewer`` names the Newton viewer fed 30 frames per simulated second
+    (:data:`~newton_sap.viewers.VIEWERS`): a recording backend (``file``: Newton's file viewer, ``usd``,
+    ``rerun``) writes the file ``recording`` (nothing when None); ``gl`` shows the run live, in real time, in a
+    window (closing it stops the run; it stays open after the last step until closed). Ctrl-C stops early and
+    still returns (and plots, records) the steps done."""
     scene: Scene = SCENES[scene_name]
     dt = dt or scene.dt
     steps = steps or max(int(round((seconds or scene.seconds) / dt)), 1)
@@ -67,13 +71,31 @@ def run_scene(scene_name: str, worlds: int, steps: int | None, seconds: float | 
         "iterations_max": [],
         "contacts": [],
     }
-    recorder = newton.viewer.ViewerFile(recording) if recording else None
+    frame_every = max(int(round(1.0 / (RECORDING_FPS * dt))), 1)
+    frame_period = frame_every * dt  # [s] of simulated time between two frames
+    recorder = make_viewer(viewer, recording, 1.0 / frame_period)
+    live = viewer == "gl"
     if recorder:
         recorder.set_model(model)
-    frame_every = max(int(round(1.0 / (RECORDING_FPS * dt))), 1)
+    shown_at = time.perf_counter()
+
+    def show(t):  # one frame; a live window shows it no sooner than ``frame_period`` after the previous one
+        nonlocal shown_at
+        if live:
+            time.sleep(max(frame_period - (time.perf_counter() - shown_at), 0.0))
+            shown_at = time.perf_counter()
+        recorder.begin_frame(t)
+        recorder.log_state(s0)
+        recorder.end_frame()
+
     interrupted, done, elapsed = False, 0, 0.0
     try:
         for k in range(steps):
+            while live and recorder.is_running() and recorder.is_paused():
+                show(done * dt)
+            if live and not recorder.is_running():  # the window was closed
+                interrupted = True
+                break
             if scene.targets is not None:
                 control.joint_target_q.assign(scene.targets(model, k * dt))
             start = time.perf_counter()
@@ -99,11 +121,11 @@ def run_scene(scene_name: str, worlds: int, steps: int | None, seconds: float | 
             else:
                 series["value"].append(float(s0.body_q.numpy()[body][scene.traced_axis]))
             if recorder and k % frame_every == 0:
-                recorder.begin_frame(done * dt)
-                recorder.log_state(s0)
-                recorder.end_frame()
+                show(done * dt)
             if progress:
                 progress(done, steps)
+        while live and not interrupted and recorder.is_running():
+            show(done * dt)
     except KeyboardInterrupt:
         interrupted = True
     if recorder:

@@ -6,7 +6,7 @@ import newton
 import numpy as np
 import pytest
 
-from newton_sap import SolverSAP
+from newton_sap import SolverSAP, runner, viewers
 from newton_sap.__main__ import main, parse_args
 from newton_sap.diagnostics import mechanical_energy
 from newton_sap.examples.scenes import PANDA_CUBE_START, SCENES
@@ -133,3 +133,93 @@ def test_panda_pushes_the_cube_along_the_ground():
     assert np.abs(s0.joint_qd.numpy()).max() < 0.05  # everything at rest
     q = s0.joint_q.numpy().reshape(2, -1)[:, :9]
     assert np.abs(q - scene.targets(model, scene.seconds).reshape(2, -1)[:, :9]).max() < 0.02  # [rad, m]
+
+
+def test_cli_records_usd(tmp_path):
+    """``--viewer usd`` writes ``recording.usd``: one time sample per recorded frame on every body's pose."""
+    from pxr import Usd
+
+    assert main(["run", "box_stack", "--steps", "10", "--viewer", "usd", "--out", str(tmp_path)]) == 0
+    stage = Usd.Stage.Open(str(tmp_path / "recording.usd"))
+    poses = [p.GetAttribute("xformOp:translate") for p in stage.Traverse()]
+    poses = [a for a in poses if a and a.GetNumTimeSamples() > 0]
+    assert [a.GetNumTimeSamples() for a in poses] == [4] * 6  # frames after steps 1, 4, 7, 10 (30 per second)
+    heights = sorted(a.Get(0)[2] for a in poses)
+    assert heights == pytest.approx([0.0, 0.1, 0.3, 0.5, 0.7, 0.9], abs=1e-3)  # the ground and the five cubes
+    assert sorted(a.Get(3)[2] for a in poses) != heights  # the cubes settle: the samples differ over time
+
+
+@pytest.mark.parametrize(
+    "viewer, message",
+    [("usd", "--viewer usd needs usd-core: pip install usd-core"),
+     ("rerun", "--viewer rerun needs rerun-sdk: pip install rerun-sdk"),
+     ("gl", "--viewer gl needs pyglet: pip install 'pyglet<3'")],
+)  # fmt: skip
+def test_cli_refuses_a_viewer_whose_package_is_missing(viewer, message, monkeypatch, capsys):
+    """The refusal is one line, before any work, whether or not the package is installed here."""
+    missing = {"usd": "pxr", "rerun": "rerun", "gl": "pyglet"}[viewer]
+    monkeypatch.setattr(viewers, "module_available", lambda name: name != missing)
+    monkeypatch.setattr("newton_sap.__main__.run_scene", lambda *a, **k: pytest.fail("the run started"))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "box_stack", "--viewer", viewer])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"newton-sap: error: {message}"
+
+
+def test_cli_refuses_the_live_viewer_without_a_display(monkeypatch, capsys):
+    monkeypatch.setattr(viewers, "module_available", lambda name: True)
+    monkeypatch.setattr(viewers.sys, "platform", "linux")
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    with pytest.raises(SystemExit):
+        parse_args(["--viewer", "gl"])
+    assert "--viewer gl needs a display" in capsys.readouterr().err
+    monkeypatch.setenv("DISPLAY", ":0")
+    assert parse_args(["--viewer", "gl"]).viewer == "gl"
+
+
+class _Window:
+    """Stands in for Newton's ViewerGL: paused for the first ``paused`` frames, closed after ``frames``."""
+
+    def __init__(self, paused, frames):
+        self.paused, self.frames, self.shown, self.closed = paused, frames, [], False
+
+    def set_model(self, model):
+        pass
+
+    def is_running(self):
+        return len(self.shown) < self.frames
+
+    def is_paused(self):
+        return len(self.shown) < self.paused
+
+    def begin_frame(self, t):
+        self.shown.append(t)
+
+    def log_state(self, state):
+        pass
+
+    def end_frame(self):
+        pass
+
+    def close(self):
+        self.closed = True
+
+
+def test_live_viewer_pauses_and_closing_it_stops_the_run(monkeypatch):
+    """While paused the window shows the current state without stepping; closing it stops the run, which keeps its
+    partial summary."""
+    window = _Window(paused=2, frames=6)
+    monkeypatch.setattr(runner, "make_viewer", lambda kind, recording, fps: window)
+    summary = run_scene("box_stack", 1, 30, None, None, viewer="gl")
+    # 2 paused frames at t = 0, then one frame every 3 steps (dt 0.01 s, 30 frames per second): steps 1, 4, 7, 10
+    assert window.shown == pytest.approx([0.0, 0.0, 0.01, 0.04, 0.07, 0.10])
+    assert summary["interrupted"] and summary["steps"] == 10 and window.closed  # closed after step 10
+
+
+def test_live_viewer_stays_open_after_the_run(monkeypatch):
+    window = _Window(paused=0, frames=8)
+    monkeypatch.setattr(runner, "make_viewer", lambda kind, recording, fps: window)
+    summary = run_scene("box_stack", 1, 6, None, None, viewer="gl")
+    assert not summary["interrupted"] and summary["steps"] == 6
+    assert window.shown == pytest.approx([0.01, 0.04] + [0.06] * 6) and window.closed
