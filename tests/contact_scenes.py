@@ -55,6 +55,7 @@ class Run:
         newton.eval_fk(model, self.s0.joint_q, self.s0.joint_qd, self.s0)
         self.iterations: list[np.ndarray] = []
         self.converged: list[np.ndarray] = []
+        self.cg_iterations: list[np.ndarray] = []
 
     def step(self, dt, steps=1):
         for _ in range(steps):
@@ -64,6 +65,7 @@ class Run:
             stats = self.solver.stats
             self.iterations.append(stats.iterations)
             self.converged.append(stats.converged)
+            self.cg_iterations.append(stats.cg_iterations)
         return self.s0
 
     @property
