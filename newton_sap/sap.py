@@ -374,13 +374,17 @@ def constraint_slope(
     c_vhat: wp.array(dtype=wp.vec3),
     c_R: wp.array(dtype=wp.vec3),
     c_param: wp.array(dtype=float),
+    c_live: wp.array(dtype=wp.int32),
 ):
-    """Constraint part of ``ℓ(α)``, ``dℓ/dα`` and ``d²ℓ/dα²`` along ``v_c + α Δv_c``."""
+    """Constraint part of ``ℓ(α)``, ``dℓ/dα`` and ``d²ℓ/dα²`` along ``v_c + α Δv_c`` for α in [0, α_max]
+    (rows with ``c_live = 0`` have no impulse there and are skipped)."""
     cost = float(0.0)
     slope = float(0.0)
     curvature = float(0.0)
     for k in range(begin, end):
         c = world_constraints[k]
+        if c_live[c] == 0:
+            continue
         dvc = c_dvc[c]
         gamma, G, lc = constraint_impulse(c_kind[c], c_vc[c] + alpha * dvc, c_vhat[c], c_R[c], c_param[c])
         cost += lc
@@ -443,6 +447,7 @@ def line_search(
     dv: wp.array(dtype=float),
     # outputs (v is read and updated)
     c_dvc_out: wp.array(dtype=wp.vec3),
+    c_live_out: wp.array(dtype=wp.int32),
     v: wp.array(dtype=float),
     world_cost_out: wp.array(dtype=float),
     world_cost_stalled_out: wp.array(dtype=wp.int32),
@@ -454,7 +459,11 @@ def line_search(
     terms need re-evaluation per trial. Exact: the root of ``dℓ/dα`` on [0, α_max] (α_max if
     ``dℓ/dα(α_max) ≤ 0``) by Newton's method kept inside a shrinking bracket (bisection fallback).
     Backtracking: Armijo ``ℓ(α) ≤ ℓ(0) + c α dℓ/dα(0)`` from α_max down by ρ. Also records whether the
-    cost stalled (the cost criterion of SAP.md §6)."""
+    cost stalled (the cost criterion of SAP.md §6).
+
+    A row with zero impulse at both α = 0 and α_max has zero impulse on the whole segment: the set
+    ``{γ = 0}`` of a projection onto a convex set is the normal cone at 0 (convex) and ``v_c(α)`` is
+    affine, so such rows (separated contacts, limits out of reach) are skipped in the trials."""
     w = wp.tid()
     if world_active[w] == 0:
         return
@@ -466,23 +475,31 @@ def line_search(
     lA0 = line[2]
     begin = world_constraint_start[w]
     end = begin + world_constraint_count[w]
+    lc0 = float(0.0)  # constraint cost and slope at α = 0 and the slope at α_max
+    dc0 = float(0.0)
+    dc_max = float(0.0)
     for k in range(begin, end):
         c = world_constraints[k]
         dvc = wp.vec3(0.0)
         for e in range(c_nnz[c]):
             dvc += c_J[c, e] * dv[c_dof[c, e]]
         c_dvc_out[c] = dvc
+        g0, _G0, l0 = constraint_impulse(c_kind[c], c_vc[c], c_vhat[c], c_R[c], c_param[c])
+        g1, _G1, _l1 = constraint_impulse(c_kind[c], c_vc[c] + ALPHA_MAX * dvc, c_vhat[c], c_R[c], c_param[c])
+        lc0 += l0
+        dc0 -= wp.dot(dvc, g0)
+        dc_max -= wp.dot(dvc, g1)
+        live = int(1)
+        if wp.dot(g0, g0) == 0.0 and wp.dot(g1, g1) == 0.0:
+            live = 0
+        c_live_out[c] = live
 
-    lc0, dc0, _h0 = constraint_slope(0.0, begin, end, world_constraints, c_kind, c_vc, c_dvc_out, c_vhat, c_R, c_param)
     cost0 = lA0 + lc0
     slope0 = s0 + dc0
     alpha = float(0.0)
     if slope0 < 0.0:  # a descent direction (round-off can spoil it at the optimum)
         if exact == 1:
-            lc, dc, hc = constraint_slope(
-                ALPHA_MAX, begin, end, world_constraints, c_kind, c_vc, c_dvc_out, c_vhat, c_R, c_param
-            )
-            if s0 + ALPHA_MAX * s1 + dc <= 0.0:
+            if s0 + ALPHA_MAX * s1 + dc_max <= 0.0:
                 alpha = float(ALPHA_MAX)
             else:
                 lo = float(0.0)
@@ -490,7 +507,7 @@ def line_search(
                 alpha = float(1.0)
                 for _it in range(LINE_SEARCH_MAX_ITERATIONS):
                     lc, dc, hc = constraint_slope(
-                        alpha, begin, end, world_constraints, c_kind, c_vc, c_dvc_out, c_vhat, c_R, c_param
+                        alpha, begin, end, world_constraints, c_kind, c_vc, c_dvc_out, c_vhat, c_R, c_param, c_live_out
                     )
                     f = s0 + alpha * s1 + dc
                     if wp.abs(f) <= LINE_SEARCH_REL_TOLERANCE * wp.abs(slope0):
@@ -508,13 +525,13 @@ def line_search(
             alpha = float(ALPHA_MAX)
             for _it in range(LINE_SEARCH_MAX_ITERATIONS):
                 lc, dc, hc = constraint_slope(
-                    alpha, begin, end, world_constraints, c_kind, c_vc, c_dvc_out, c_vhat, c_R, c_param
+                    alpha, begin, end, world_constraints, c_kind, c_vc, c_dvc_out, c_vhat, c_R, c_param, c_live_out
                 )
                 if lA0 + alpha * s0 + 0.5 * alpha * alpha * s1 + lc <= cost0 + ARMIJO_C * alpha * slope0:
                     break
                 alpha *= BACKTRACKING_RHO
     lc1, dc1, hc1 = constraint_slope(
-        alpha, begin, end, world_constraints, c_kind, c_vc, c_dvc_out, c_vhat, c_R, c_param
+        alpha, begin, end, world_constraints, c_kind, c_vc, c_dvc_out, c_vhat, c_R, c_param, c_live_out
     )
     cost1 = lA0 + alpha * s0 + 0.5 * alpha * alpha * s1 + lc1
     for i in range(n):
@@ -621,6 +638,7 @@ class SapSolver:
         self.c_J = zeros((n, entries), wp.vec3)
         self.c_vc = zeros(n, wp.vec3)
         self.c_dvc = zeros(n, wp.vec3)
+        self.c_live = zeros(n, wp.int32)
         self.c_gamma = zeros(n, wp.vec3)
         self.c_G = zeros(n, wp.mat33)
         self.world_constraints = zeros(n, wp.int32)
@@ -804,7 +822,7 @@ class SapSolver:
                 inputs=[T.world_dof_start, int(o.line_search == "exact"), self.world_active, self.world_line,
                         self.world_constraint_start, self.world_constraint_count, self.world_constraints, self.c_kind,
                         self.c_nnz, self.c_dof, self.c_J, self.c_vc, self.c_vhat, self.c_R, self.c_param, self.dv],
-                outputs=[self.c_dvc, self.v, self.world_cost, self.world_cost_stalled, self.world_alpha],
+                outputs=[self.c_dvc, self.c_live, self.v, self.world_cost, self.world_cost_stalled, self.world_alpha],
                 device=dev,
             )  # fmt: skip
         return self.v
