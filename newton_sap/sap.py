@@ -234,7 +234,9 @@ def hessian_assembly(
 ):
     """``Jᵀ G J`` of each constraint of a world that still iterates: into the world's dense Hessian
     (dense worlds) or, for PCG worlds, into the block preconditioner: the intra-tree part into dense
-    tree blocks, the diagonal into the Jacobi diagonal of trees too large for a dense block."""
+    tree blocks, the diagonal into the Jacobi diagonal of trees too large for a dense block. Only the
+    lower triangles (row ≥ column) are accumulated: ``wp.tile_cholesky`` (fill mode "lower") reads
+    nothing else, so the upper triangles keep A's entries."""
     c = wp.tid()
     w = c_world[c]
     if w < 0:
@@ -253,6 +255,8 @@ def hessian_assembly(
         GJe = G * c_J[c, e]
         for f in range(nnz):
             df = c_dof[c, f]
+            if df < de:
+                continue  # lower triangle only: the Cholesky factorizations read no other
             value = wp.dot(c_J[c, f], GJe)
             if off >= 0:
                 wp.atomic_add(H_out, off + (df - s) * n + (de - s), value)
