@@ -19,6 +19,11 @@ Each Newton iteration (all worlds at once; a converged world stops):
    Cholesky per world size, or by block-preconditioned CG in large worlds (``pcg.py``).
 4. ``line_search``: exact (root of ``dℓ/dα`` on [0, α_max] by safeguarded Newton) or backtracking
    (Armijo), then ``v += α Δv``.
+
+The loop runs under ``wp.capture_while`` on a device flag ("some world still iterates"), with the
+direction and line search under ``wp.capture_if`` on the same flag, and the iteration count lives on the
+device: a step has no host synchronization and can be captured in a graph (CUDA graphs with
+conditional nodes, or Warp's CPU graphs). Without a capture Warp evaluates the flag on the host.
 """
 
 from __future__ import annotations
@@ -102,15 +107,19 @@ def init_worlds(
     world_converged_out: wp.array(dtype=wp.int32),
     world_cost_stalled_out: wp.array(dtype=wp.int32),
     world_cg_iterations_out: wp.array(dtype=wp.int32),
+    any_active_out: wp.array(dtype=wp.int32),
 ):
     """A world needs Newton iterations if it has dofs and constraints (v* mode) or dofs (momentum
-    mode); otherwise its answer is ``v*`` with 0 iterations."""
+    mode); otherwise its answer is ``v*`` with 0 iterations. ``any_active_out[0]`` (zeroed before)
+    becomes 1 if some world iterates."""
     w = wp.tid()
     n = world_dof_start[w + 1] - world_dof_start[w]
     active = int(0)
     if n > 0 and (world_constraint_count[w] > 0 or momentum_mode == 1):
         active = 1
     world_active_out[w] = active
+    if active == 1:
+        any_active_out[0] = 1
     world_iterations_out[w] = 0
     world_residual_out[w] = 0.0
     world_converged_out[w] = 1
@@ -304,7 +313,7 @@ def gradient(
 @wp.kernel
 def check_convergence(
     # inputs
-    iteration: int,
+    iteration_count: wp.array(dtype=wp.int32),
     max_iterations: int,
     abs_tolerance: float,
     rel_tolerance: float,
@@ -315,12 +324,16 @@ def check_convergence(
     world_iterations: wp.array(dtype=wp.int32),
     world_residual: wp.array(dtype=float),
     world_converged: wp.array(dtype=wp.int32),
+    any_active_out: wp.array(dtype=wp.int32),
 ):
     """Stop a world at optimality, when the cost no longer changes, or after ``max_iterations``
-    (not converged). NaN residuals never pass, so a broken world ends not converged."""
+    (not converged). NaN residuals never pass, so a broken world ends not converged.
+    ``iteration_count[0]`` is the number of Newton iterations done; ``any_active_out[0]`` (zeroed
+    before) becomes 1 if some world goes on."""
     w = wp.tid()
     if world_active[w] == 0:
         return
+    iteration = iteration_count[0]
     norms = world_norms[w]
     residual = wp.sqrt(norms[0])
     world_residual[w] = residual
@@ -335,6 +348,14 @@ def check_convergence(
     elif iteration >= max_iterations:
         world_active[w] = 0
         world_converged[w] = 0
+    if world_active[w] == 1:
+        any_active_out[0] = 1
+
+
+@wp.kernel
+def count_iteration(iteration_count: wp.array(dtype=wp.int32)):
+    """One more Newton iteration done (a single thread)."""
+    iteration_count[0] = iteration_count[0] + 1
 
 
 @functools.cache
@@ -574,8 +595,8 @@ class SapSolver:
     """Buffers and the iteration loop of the per-world SAP solve for one model.
 
     Contact buffers are sized by the ``Contacts`` container seen (reallocated if its capacity
-    changes). The loops run on the host, with one check of "any world still active" per Newton
-    iteration (and per CG iteration in PCG worlds)."""
+    changes). The Newton loop is a ``wp.capture_while`` on a device flag (see the module doc); CG in
+    PCG worlds runs inside one kernel."""
 
     def __init__(self, topology, device_topology, device, options):
         self.topo = topology
@@ -607,6 +628,8 @@ class SapSolver:
         for name in ("world_residual", "world_cost", "world_alpha"):
             setattr(self, name, zeros(nw))
         self.world_norms = zeros(nw, wp.vec3)
+        self.any_active = zeros(1, wp.int32)  # some world still iterates (the loop's device condition)
+        self.iteration_count = zeros(1, wp.int32)  # Newton iterations done in this step
         self.world_line = zeros(nw, wp.vec3)
         self.world_contact_count = zeros(nw, wp.int32)
         self.world_constraint_count = zeros(nw, wp.int32)
@@ -736,23 +759,22 @@ class SapSolver:
         """Newton's method on every world; returns the solved internal velocities ``v``.
 
         ``tree_blocks`` holds the dense A blocks of the trees (free-motion layout); PCG worlds build
-        their preconditioner from it."""
+        their preconditioner from it. No host synchronization: see the module doc."""
         o, T, topo, dev = self.options, self.T, self.topo, self.device
         momentum = int(o.momentum_mode)
         v_ref = v0 if momentum else v_star
         nw, ndof = topo.world_count, topo.dof_count
+        self.any_active.zero_()
         wp.launch(
             init_worlds,
             dim=nw,
             inputs=[T.world_dof_start, momentum, self.world_constraint_count],
             outputs=[self.world_active, self.world_iterations, self.world_residual, self.world_converged,
-                     self.world_cost_stalled, self.world_cg_iterations],
+                     self.world_cost_stalled, self.world_cg_iterations, self.any_active],
             device=dev,
         )  # fmt: skip
         if ndof == 0:
             return self.v
-        if not self.world_active.numpy().any():
-            return v_star  # no world has a constraint this step (v* mode): the answer is the free motion
         wp.launch(init_velocity, dim=ndof, inputs=[T.dof_world, self.world_active, v0, v_star], outputs=[self.v],
                   device=dev)  # fmt: skip
         wp.launch(
@@ -763,73 +785,90 @@ class SapSolver:
             outputs=[self.A_world],
             device=dev,
         )  # fmt: skip
-        for iteration in range(o.max_iterations + 1):
-            self.jtg.zero_()
-            self.world_norms.zero_()
-            self.world_cost.zero_()
-            wp.launch(
-                constraint_eval,
-                dim=self.c_world.shape[0],
-                inputs=[self.world_active, self.c_world, self.c_kind, self.c_R, self.c_vhat, self.c_param,
-                        self.c_nnz, self.c_dof, self.c_J, self.v],
-                outputs=[self.c_vc, self.c_gamma, self.c_G, self.jtg, self.world_cost],
-                device=dev,
-            )  # fmt: skip
-            wp.launch(_difference, dim=ndof, inputs=[self.v, v_ref], outputs=[self.e], device=dev)
-            self._matvec(A_rows, self.e, self.Ae)
-            self._matvec(A_rows, self.v, self.Av)
-            wp.launch(
-                gradient,
-                dim=ndof,
-                inputs=[T.dof_world, T.dof_row_start, momentum, dt, self.world_active, A_rows, self.Ae, self.Av, tau,
-                        self.jtg],
-                outputs=[self.grad, self.world_norms],
-                device=dev,
-            )  # fmt: skip
-            wp.launch(
-                check_convergence,
-                dim=nw,
-                inputs=[iteration, o.max_iterations, o.abs_tolerance, o.rel_tolerance, self.world_norms,
-                        self.world_cost_stalled],
-                outputs=[self.world_active, self.world_iterations, self.world_residual, self.world_converged],
-                device=dev,
-            )  # fmt: skip
-            if not self.world_active.numpy().any():
-                break
-            wp.copy(self.H, self.A_world)
-            if self.uses_pcg:
-                wp.copy(self.P, tree_blocks)
-                wp.launch(precond_diag_init, dim=ndof, inputs=[T.dof_row_start, A_rows], outputs=[self.pdiag],
-                          device=dev)  # fmt: skip
-            wp.launch(
-                hessian_assembly,
-                dim=self.c_world.shape[0],
-                inputs=[T.world_dof_start, T.world_dense_offset, T.dof_tree, T.dof_dense_offset, T.dof_local,
-                        T.tree_dof_count, self.world_active, self.c_world, self.c_G, self.c_nnz, self.c_dof,
-                        self.c_J],
-                outputs=[self.H, self.P, self.pdiag],
-                device=dev,
-            )  # fmt: skip
-            self._direction(A_rows)
-            self._matvec(A_rows, self.dv, self.Adv)
-            self.world_line.zero_()
-            wp.launch(
-                line_dots,
-                dim=ndof,
-                inputs=[T.dof_world, momentum, dt, self.world_active, self.v, v_ref, tau, self.Ae, self.dv, self.Adv],
-                outputs=[self.world_line],
-                device=dev,
-            )  # fmt: skip
-            wp.launch(
-                line_search,
-                dim=nw,
-                inputs=[T.world_dof_start, int(o.line_search == "exact"), self.world_active, self.world_line,
-                        self.world_constraint_start, self.world_constraint_count, self.world_constraints, self.c_kind,
-                        self.c_nnz, self.c_dof, self.c_J, self.c_vc, self.c_vhat, self.c_R, self.c_param, self.dv],
-                outputs=[self.c_dvc, self.c_live, self.v, self.world_cost, self.world_cost_stalled, self.world_alpha],
-                device=dev,
-            )  # fmt: skip
+        self.iteration_count.zero_()
+        args = {"A_rows": A_rows, "tree_blocks": tree_blocks, "v_ref": v_ref, "tau": tau, "dt": dt}
+        wp.capture_while(self.any_active, self._newton_iteration, **args)
         return self.v
+
+    def _newton_iteration(self, A_rows, tree_blocks, v_ref, tau, dt: float) -> None:
+        """Evaluate the constraints, gradient and stopping criteria at ``v``; where worlds go on, take
+        the Newton step (:meth:`_newton_step`)."""
+        o, T, topo, dev = self.options, self.T, self.topo, self.device
+        momentum = int(o.momentum_mode)
+        ndof = topo.dof_count
+        self.jtg.zero_()
+        self.world_norms.zero_()
+        self.world_cost.zero_()
+        wp.launch(
+            constraint_eval,
+            dim=self.c_world.shape[0],
+            inputs=[self.world_active, self.c_world, self.c_kind, self.c_R, self.c_vhat, self.c_param,
+                    self.c_nnz, self.c_dof, self.c_J, self.v],
+            outputs=[self.c_vc, self.c_gamma, self.c_G, self.jtg, self.world_cost],
+            device=dev,
+        )  # fmt: skip
+        wp.launch(_difference, dim=ndof, inputs=[self.v, v_ref], outputs=[self.e], device=dev)
+        self._matvec(A_rows, self.e, self.Ae)
+        self._matvec(A_rows, self.v, self.Av)
+        wp.launch(
+            gradient,
+            dim=ndof,
+            inputs=[T.dof_world, T.dof_row_start, momentum, dt, self.world_active, A_rows, self.Ae, self.Av, tau,
+                    self.jtg],
+            outputs=[self.grad, self.world_norms],
+            device=dev,
+        )  # fmt: skip
+        self.any_active.zero_()
+        wp.launch(
+            check_convergence,
+            dim=topo.world_count,
+            inputs=[self.iteration_count, o.max_iterations, o.abs_tolerance, o.rel_tolerance, self.world_norms,
+                    self.world_cost_stalled],
+            outputs=[self.world_active, self.world_iterations, self.world_residual, self.world_converged,
+                     self.any_active],
+            device=dev,
+        )  # fmt: skip
+        wp.capture_if(self.any_active, self._newton_step, A_rows=A_rows, tree_blocks=tree_blocks, v_ref=v_ref,
+                      tau=tau, dt=dt)  # fmt: skip
+
+    def _newton_step(self, A_rows, tree_blocks, v_ref, tau, dt: float) -> None:
+        """``H = A + JᵀGJ``, the direction ``Δv`` and the line search, in the worlds still iterating."""
+        o, T, topo, dev = self.options, self.T, self.topo, self.device
+        momentum = int(o.momentum_mode)
+        ndof = topo.dof_count
+        wp.copy(self.H, self.A_world)
+        if self.uses_pcg:
+            wp.copy(self.P, tree_blocks)
+            wp.launch(precond_diag_init, dim=ndof, inputs=[T.dof_row_start, A_rows], outputs=[self.pdiag],
+                      device=dev)  # fmt: skip
+        wp.launch(
+            hessian_assembly,
+            dim=self.c_world.shape[0],
+            inputs=[T.world_dof_start, T.world_dense_offset, T.dof_tree, T.dof_dense_offset, T.dof_local,
+                    T.tree_dof_count, self.world_active, self.c_world, self.c_G, self.c_nnz, self.c_dof, self.c_J],
+            outputs=[self.H, self.P, self.pdiag],
+            device=dev,
+        )  # fmt: skip
+        self._direction(A_rows)
+        self._matvec(A_rows, self.dv, self.Adv)
+        self.world_line.zero_()
+        wp.launch(
+            line_dots,
+            dim=ndof,
+            inputs=[T.dof_world, momentum, dt, self.world_active, self.v, v_ref, tau, self.Ae, self.dv, self.Adv],
+            outputs=[self.world_line],
+            device=dev,
+        )  # fmt: skip
+        wp.launch(
+            line_search,
+            dim=topo.world_count,
+            inputs=[T.world_dof_start, int(o.line_search == "exact"), self.world_active, self.world_line,
+                    self.world_constraint_start, self.world_constraint_count, self.world_constraints, self.c_kind,
+                    self.c_nnz, self.c_dof, self.c_J, self.c_vc, self.c_vhat, self.c_R, self.c_param, self.dv],
+            outputs=[self.c_dvc, self.c_live, self.v, self.world_cost, self.world_cost_stalled, self.world_alpha],
+            device=dev,
+        )  # fmt: skip
+        wp.launch(count_iteration, dim=1, inputs=[self.iteration_count], device=dev)
 
     def _direction(self, A_rows) -> None:
         """``Δv = −H⁻¹ ∇ℓ``: dense tile Cholesky per world size, PCG for the large worlds."""

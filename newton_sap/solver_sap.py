@@ -112,6 +112,7 @@ class SolverSAP(newton.solvers.SolverBase):
         }
         self._tree_ref = zeros(max(topo.tree_count, 1), wp.vec3)
         self._world_failed = zeros(topo.world_count, wp.int32)
+        self._contact_buffer_full = zeros(1, wp.int32)
         self._zero_joint_f = zeros(max(model.joint_dof_count, 1))
         self._zero_body_f = zeros(nb, wp.spatial_vector)
         self._scratch_body_qd = zeros(nb, wp.spatial_vector)
@@ -125,7 +126,6 @@ class SolverSAP(newton.solvers.SolverBase):
             _validate_joint_drives_and_limits(model, topo) or bool((leader >= 0).any()) or len(topo.loop_joints) > 0
         )
         self._sap_ran = False
-        self._contact_buffer_full = False
 
     def notify_model_changed(self, flags: int) -> None:
         """Rebuild every table and buffer from the model (topology, masses, axes may all have changed)."""
@@ -136,8 +136,17 @@ class SolverSAP(newton.solvers.SolverBase):
         """Advance ``state_in`` by ``dt`` [s] into ``state_out`` (Newton's public convention).
 
         ``contacts``: Newton's ``Contacts`` from ``CollisionPipeline.collide(state_in, contacts)``, or
-        None. Per-contact forces are written to ``contacts.rigid_contact_force`` [N] (on shape 1)."""
+        None. Per-contact forces are written to ``contacts.rigid_contact_force`` [N] (on shape 1).
+
+        A step never waits for the device, so it can be captured in a graph (``wp.ScopedCapture``; CUDA
+        graphs need CUDA 12.4+ for the Newton loop's conditional nodes; Warp's CPU graphs work too). A
+        graph freezes ``dt``, the arrays and the options: capture again when they change. Inside a
+        capture the full-contact-buffer warning is not issued (``stats.contact_buffer_full`` still
+        reports it), and ``raise_on_nonconvergence`` is refused."""
         dt = self._check_dt(dt)
+        capturing = self.model.device.is_capturing
+        if capturing and self.options.raise_on_nonconvergence:
+            raise RuntimeError("raise_on_nonconvergence reads the results after every step; it cannot be captured")
         control = control if control is not None else self._default_control
         momentum = self.options.momentum_mode
         self._dynamics(state_in, control.joint_f, state_in.body_f, dt, passive=1, include_external=1)
@@ -146,7 +155,7 @@ class SolverSAP(newton.solvers.SolverBase):
         self._sap_ran = contacts is not None or momentum or self._sap.model_constraints
         v = self._v_star
         if self._sap_ran:
-            self._check_contact_capacity(contacts)
+            self._check_contact_capacity(contacts, warn=not capturing)
             self._sap.setup_constraints(self.model, state_in, control, contacts, self._body_q, self._dof_S,
                                         self._rows, self._v0, self._tau, dt)  # fmt: skip
             v = self._sap.solve(self._rows, self._dense, self._v0, self._v_star, self._tau, dt)
@@ -159,15 +168,22 @@ class SolverSAP(newton.solvers.SolverBase):
                 bad = np.nonzero(~stats.converged)[0]
                 raise RuntimeError(f"SAP did not converge in worlds {bad.tolist()} (residuals {stats.residual[bad]})")
 
-    def _check_contact_capacity(self, contacts) -> None:
+    def _check_contact_capacity(self, contacts, warn: bool) -> None:
         """Newton's pipeline stops writing contacts when ``rigid_contact_max`` is reached, without
-        counting what it dropped: a full buffer is reported (stats and a warning), never silent."""
-        self._contact_buffer_full = False
+        counting what it dropped: a full buffer is reported (stats and, when ``warn``, a warning), never
+        silent."""
+        self._contact_buffer_full.zero_()
         if contacts is None or contacts.rigid_contact_max == 0:
             return
-        count = int(contacts.rigid_contact_count.numpy()[0])
-        if count >= contacts.rigid_contact_max:
-            self._contact_buffer_full = True
+        wp.launch(
+            _flag_full_contact_buffer,
+            dim=1,
+            inputs=[contacts.rigid_contact_count, contacts.rigid_contact_max],
+            outputs=[self._contact_buffer_full],
+            device=self.model.device,
+        )
+        if warn and self._contact_buffer_full.numpy()[0]:
+            count = int(contacts.rigid_contact_count.numpy()[0])
             warnings.warn(
                 f"contact buffer full ({count} of {contacts.rigid_contact_max} slots): contacts may have been "
                 "dropped; give the CollisionPipeline a larger rigid_contact_max",
@@ -339,7 +355,7 @@ class SolverSAP(newton.solvers.SolverBase):
             num_contacts=sap.world_contact_count.numpy().copy(),
             num_constraints=sap.world_constraint_count.numpy().copy(),
             cg_iterations=sap.world_cg_iterations.numpy().copy(),
-            contact_buffer_full=self._contact_buffer_full,
+            contact_buffer_full=bool(self._contact_buffer_full.numpy()[0]),
         )
 
     def snapshot(self, state, control=None, dt: float = 1e-3, contacts=None) -> SapSnapshot:
@@ -402,6 +418,17 @@ def _validate_materials(model: newton.Model, options: SapOptions) -> None:
             raise ModelError(f"{name} has contact stiffness shape_material_ke = {ke[s]} [N/m]; it must be > 0")
         if options.contact_dissipation_time is None and not kd[s] >= 0.0:
             raise ModelError(f"{name} has negative contact damping shape_material_kd = {kd[s]}")
+
+
+@wp.kernel
+def _flag_full_contact_buffer(
+    contact_count: wp.array(dtype=wp.int32),
+    contact_max: int,
+    full_out: wp.array(dtype=wp.int32),
+):
+    """``full_out[0] = 1`` when Newton's pipeline filled every contact slot (a single thread)."""
+    if contact_count[0] >= contact_max:
+        full_out[0] = 1
 
 
 @wp.kernel

@@ -1,0 +1,93 @@
+"""A step never waits for the device, so collision plus SAP steps can be captured in a graph and replayed.
+
+Warp's CPU graphs (recorded operation streams replayed in C++) run the same capture path as CUDA graphs,
+``wp.capture_while``/``wp.capture_if`` included, so the capture is tested here on the CPU: a replayed graph
+must give exactly the states and statistics of the same steps launched one by one.
+"""
+
+import warnings
+
+import newton
+import numpy as np
+import pytest
+import warp as wp
+
+import newton_sap
+from newton_sap.examples.scenes import quadruped_pd
+
+from contact_scenes import box_on_ground
+
+DT = 0.01
+SLIDING_SPINNING = [0.3, 0.0, 0.0, 0.0, 0.0, 0.5]  # public FREE joint_qd of each box: v [m/s], ω [rad/s]
+
+
+class Stepper:
+    """Newton's collision pipeline and SolverSAP on one model, two steps per call (states ping-pong)."""
+
+    def __init__(self, model, qd0=None, **options):
+        self.model = model
+        self.solver = newton_sap.SolverSAP(model, **options)
+        self.pipeline = newton.CollisionPipeline(model)
+        self.contacts = self.pipeline.contacts()
+        self.control = model.control()
+        self.s0, self.s1 = model.state(), model.state()
+        if qd0 is not None:
+            self.s0.joint_qd.assign(np.asarray(qd0, np.float32))
+        newton.eval_fk(model, self.s0.joint_q, self.s0.joint_qd, self.s0)
+
+    def two_steps(self):
+        for a, b in ((self.s0, self.s1), (self.s1, self.s0)):
+            self.pipeline.collide(a, self.contacts)
+            self.solver.step(a, b, self.control, self.contacts, DT)
+
+
+CASES = {
+    "box stack, dense Newton systems": (lambda: box_on_ground(boxes=3), SLIDING_SPINNING * 3, {}),
+    "box stack, PCG": (lambda: box_on_ground(boxes=3), SLIDING_SPINNING * 3, {"dense_world_max_dofs": 0}),
+    "box stack, momentum mode": (lambda: box_on_ground(boxes=3), SLIDING_SPINNING * 3, {"momentum_mode": True}),
+    "two quadrupeds under PD": (lambda: quadruped_pd(2), None, {}),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_captured_steps_equal_launched_steps(case):
+    build, qd0, options = CASES[case]
+    launched = Stepper(build(), qd0, **options)
+    captured = Stepper(build(), qd0, **options)
+    with wp.ScopedCapture(device=captured.model.device) as capture:
+        captured.two_steps()
+    iterations = []
+    for _ in range(8):
+        launched.two_steps()
+        wp.capture_launch(capture.graph)
+        for name in ("joint_q", "joint_qd", "body_q", "body_qd"):
+            np.testing.assert_array_equal(getattr(captured.s0, name).numpy(), getattr(launched.s0, name).numpy())
+        for name in ("iterations", "residual", "converged", "num_contacts", "num_constraints", "cg_iterations"):
+            np.testing.assert_array_equal(getattr(captured.solver.stats, name), getattr(launched.solver.stats, name))
+        iterations.append(captured.solver.stats.iterations)
+    assert np.concatenate(iterations).max() > 0  # the Newton loop ran inside the graph
+    assert np.all(captured.solver.stats.converged)
+
+
+def test_full_contact_buffer_is_reported_from_a_graph():
+    model = box_on_ground(boxes=2)
+    solver = newton_sap.SolverSAP(model)
+    pipeline = newton.CollisionPipeline(model, rigid_contact_max=2)
+    contacts = pipeline.contacts()
+    s0, s1 = model.state(), model.state()
+    newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no host read, hence no warning, inside a capture
+        with wp.ScopedCapture(device=model.device) as capture:
+            pipeline.collide(s0, contacts)
+            solver.step(s0, s1, None, contacts, DT)
+    wp.capture_launch(capture.graph)
+    assert solver.stats.contact_buffer_full
+
+
+def test_raise_on_nonconvergence_is_refused_in_a_capture():
+    model = box_on_ground()
+    solver = newton_sap.SolverSAP(model, raise_on_nonconvergence=True)
+    s0, s1 = model.state(), model.state()
+    with pytest.raises(RuntimeError, match="cannot be captured"), wp.ScopedCapture(device=model.device):
+        solver.step(s0, s1, None, None, DT)
