@@ -1,15 +1,16 @@
 """Command line: ``newton-sap`` (or ``python -m newton_sap``).
 
-    newton-sap demo [--worlds N] [--seconds T] [--dt DT] [--device D] [--out DIR] [--viewer V]
+    newton-sap demo [--worlds N] [--seconds T] [--dt DT] [--device D] [--out DIR] [--viewer V] [--no-graph]
     newton-sap list
     newton-sap run SCENE [--worlds N] [--seconds T | --steps K] [--dt DT]
-                   [--solver sap|featherstone|mujoco] [--device D] [--out DIR] [--viewer V]
+                   [--solver sap|featherstone|mujoco] [--device D] [--out DIR] [--viewer V] [--no-graph]
 
 ``demo`` (the default command) runs the default scene; ``run`` any scene of ``list``. Each
 prints a summary table and writes ``summary.json`` and ``plot.png`` (a trajectory and the solver
 statistics over time) into ``--out`` (default ``./newton-sap-out``), plus what ``--viewer`` asks for:
 ``recording.json`` (``file``, the default: Newton's file viewer format), ``recording.usd`` (``usd``),
-``recording.rrd`` (``rerun``), a live window (``gl``) or nothing (``none``).
+``recording.rrd`` (``rerun``), a live window (``gl``) or nothing (``none``). Steps replay a captured
+Warp graph (collision and solver) unless ``--no-graph``.
 """
 
 from __future__ import annotations
@@ -62,6 +63,9 @@ def _add_run_options(parser, worlds_default):
     parser.add_argument(
         "--viewer", choices=VIEWERS, default="file", help="recording in --out (file, usd, rerun) or live window (gl)"
     )
+    parser.add_argument(
+        "--no-graph", dest="graph", action="store_false", help="launch kernels one by one instead of replaying a graph"
+    )
 
 
 def parse_args(argv):
@@ -112,7 +116,7 @@ def main(argv=None) -> int:
     if args.viewer == "gl":
         print("newton-sap: the window stays open after the run; close it to finish", file=sys.stderr)
     summary = run_scene(scene, args.worlds, steps, args.seconds, args.dt, solver, args.device, _progress, plot,
-                        recording and os.path.join(args.out, recording), args.viewer)  # fmt: skip
+                        recording and os.path.join(args.out, recording), args.viewer, args.graph)  # fmt: skip
     print(f"newton-sap {args.command}: {scene}, {solver}")
     print(format_summary(summary))
     with open(os.path.join(args.out, "summary.json"), "w") as f:

@@ -35,15 +35,17 @@ def make_solver(name: str, model: newton.Model):
 
 def run_scene(scene_name: str, worlds: int, steps: int | None, seconds: float | None, dt: float | None,
               solver_name: str = "sap", device=None, progress=None, plot: str | None = None,
-              recording: str | None = None, viewer: str = "file") -> dict:  # fmt: skip
+              recording: str | None = None, viewer: str = "file", graph: bool = True) -> dict:  # fmt: skip
     """Simulate ``scene_name`` and return its summary (see README).
 
     ``progress(k, steps)`` is called every step when given; ``plot`` is a PNG path for
     :func:`~newton_sap.plot.plot_run`. ``viewer`` names the Newton viewer fed 30 frames per simulated second
     (:data:`~newton_sap.viewers.VIEWERS`): a recording backend (``file``: Newton's file viewer, ``usd``,
     ``rerun``) writes the file ``recording`` (nothing when None); ``gl`` shows the run live, in real time, in a
-    window (closing it stops the run; it stays open after the last step until closed). Ctrl-C stops early and
-    still returns (and plots, records) the steps done."""
+    window (closing it stops the run; it stays open after the last step until closed). With ``graph`` each step
+    (collision included) replays a Warp graph captured on first use (one per state parity), as Newton's examples
+    do on GPUs; where capture fails the run launches kernel by kernel and the summary says why. Ctrl-C stops
+    early and still returns (and plots, records) the steps done."""
     scene: Scene = SCENES[scene_name]
     dt = dt or scene.dt
     steps = steps or max(int(round((seconds or scene.seconds) / dt)), 1)
@@ -88,7 +90,13 @@ def run_scene(scene_name: str, worlds: int, steps: int | None, seconds: float | 
         recorder.log_state(s0)
         recorder.end_frame()
 
-    interrupted, done, elapsed = False, 0, 0.0
+    def advance(state_in, state_out):
+        if pipeline:
+            pipeline.collide(state_in, contacts)
+        solver.step(state_in, state_out, control, contacts, dt)
+
+    graphs, graph_note = {}, "yes" if graph else "no (--no-graph)"
+    interrupted, done, elapsed, timed = False, 0, 0.0, 0
     try:
         for k in range(steps):
             while live and recorder.is_running() and recorder.is_paused():
@@ -98,13 +106,23 @@ def run_scene(scene_name: str, worlds: int, steps: int | None, seconds: float | 
                 break
             if scene.targets is not None:
                 control.joint_target_q.assign(scene.targets(model, k * dt))
+            capturing = graph and id(s0) not in graphs
+            if capturing:
+                try:
+                    with wp.ScopedCapture(device=model.device) as capture:
+                        advance(s0, s1)
+                    graphs[id(s0)] = capture.graph
+                except Exception as exc:  # noqa: BLE001 - e.g. CUDA < 12.4 (no conditional nodes): launch instead
+                    graph, graph_note = False, f"no ({type(exc).__name__}: {exc})"
             start = time.perf_counter()
-            if pipeline:
-                pipeline.collide(s0, contacts)
-            solver.step(s0, s1, control, contacts, dt)
+            if graph:
+                wp.capture_launch(graphs[id(s0)])
+            else:
+                advance(s0, s1)
             wp.synchronize_device(model.device)
-            if k > 0:  # the first step compiles kernels
+            if k > 0 and not capturing:  # the first step compiles kernels; captures are not timed
                 elapsed += time.perf_counter() - start
+                timed += 1
             s0, s1 = s1, s0
             done = k + 1
             if isinstance(solver, SolverSAP):
@@ -141,7 +159,6 @@ def run_scene(scene_name: str, worlds: int, steps: int | None, seconds: float | 
     if pipeline:
         pipeline.collide(s0, contacts)
         penetration = max_penetration(model, s0, contacts)
-    timed = max(done - 1, 0)
     return {
         "scene": scene_name,
         "solver": solver_name,
@@ -151,6 +168,7 @@ def run_scene(scene_name: str, worlds: int, steps: int | None, seconds: float | 
         "interrupted": interrupted,
         "dt": dt,
         "device": str(model.device),
+        "graph": graph_note,
         "env_steps_per_s": worlds * timed / elapsed if elapsed > 0 else None,
         "ms_per_step": 1e3 * elapsed / timed if timed else None,
         "newton_iterations_mean": float(np.mean(iterations)) if iterations else None,

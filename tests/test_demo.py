@@ -24,6 +24,28 @@ def test_every_scene_runs_and_is_sane(scene):
         assert summary["energy_drift_max"] < 1e-2
 
 
+@pytest.mark.parametrize("solver", ["sap", "featherstone"])
+def test_graph_replay_gives_the_launched_run(solver):
+    """Runs replay captured graphs by default; the same run launched kernel by kernel ends in the same state."""
+    finals = {}
+    for graph in (True, False):
+        summary = run_scene("quadruped", 2, 12, None, None, solver, graph=graph)
+        assert summary["graph"] == ("yes" if graph else "no (--no-graph)")
+        finals[graph] = summary
+    for key in ("newton_iterations_mean", "contacts_per_world_mean", "max_penetration_m"):
+        assert finals[True][key] == finals[False][key]
+
+
+def test_failed_capture_falls_back_to_launches(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise RuntimeError("no conditional graph nodes")
+
+    monkeypatch.setattr(runner.wp, "ScopedCapture", refuse)
+    summary = run_scene("box_stack", 1, 5, None, None)
+    assert summary["graph"] == "no (RuntimeError: no conditional graph nodes)"
+    assert summary["finite"] and summary["steps"] == 5
+
+
 def test_cli_run_writes_its_summary(tmp_path, capsys):
     assert main(["run", "box_stack", "--worlds", "2", "--steps", "5", "--out", str(tmp_path)]) == 0
     summary = json.loads((tmp_path / "summary.json").read_text())
