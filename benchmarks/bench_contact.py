@@ -38,6 +38,11 @@ and the scene's remaining jobs go on in a fresh process:
    ``|joint_qd| > 100`` is marked "exploded" and repeated at ``--fallback-dt`` with the same number of steps
    (an extra row), so each solver also has a row at a time step it can take.
 
+With ``--graph`` every solver's step (collision included) is captured once per state parity and time step
+into a Warp graph (CUDA graph, or Warp's CPU graph replayed in C++) and the timed steps replay it, as
+Newton's examples do on GPUs; this removes the per-launch Python overhead. A solver whose step cannot be
+captured gets an error row.
+
 First (before the scenes), the largest stable time step on the ant (1 world, same drop): for each dt in
 ``--sweep-dts``, 2 s of simulated time; stable = finite, final max ``|joint_qd|`` < 10 and torso height in
 [0.1, 1.0] m.
@@ -46,7 +51,7 @@ Usage::
 
     python benchmarks/bench_contact.py [--scenes ant humanoid boxes spheres] [--worlds 1 64 1024]
         [--solvers SAP Featherstone MuJoCo] [--dt 0.01] [--steps 200] [--warmup 0.5] [--fallback-dt 0.002]
-        [--sweep-dts 0.002 0.005 0.01 0.02 0.04] [--no-sweep] [--device cpu] [--out FILE]
+        [--sweep-dts 0.002 0.005 0.01 0.02 0.04] [--no-sweep] [--graph] [--device cpu] [--out FILE]
 """
 
 from __future__ import annotations
@@ -205,10 +210,12 @@ SOLVERS = ("SAP", "Featherstone", "MuJoCo")
 
 
 class Stepper:
-    """A solver with its own states, control and (when it needs them) collision pipeline and contacts."""
+    """A solver with its own states, control and (when it needs them) collision pipeline and contacts;
+    with ``graph``, each step replays a captured graph (one per state parity and dt)."""
 
-    def __init__(self, name: str, model: newton.Model, scene: str):
-        self.name, self.model = name, model
+    def __init__(self, name: str, model: newton.Model, scene: str, graph: bool = False):
+        self.name, self.model, self.graph = name, model, graph
+        self.graphs: dict[tuple[int, float], wp.Graph] = {}
         self.solver, needs_contacts = make_solver(name, model, scene)
         self.pipeline = newton.CollisionPipeline(model) if needs_contacts else None
         self.contacts = self.pipeline.contacts() if needs_contacts else None
@@ -227,10 +234,21 @@ class Stepper:
     def step(self, dt: float) -> None:
         """Collide (if this solver uses Newton's contacts) and take one step of ``dt`` [s]."""
         src, dst = self.states[self.current], self.states[1 - self.current]
+        if not self.graph:
+            self._launch(src, dst, dt)
+        else:
+            key = (self.current, dt)
+            if key not in self.graphs:
+                with wp.ScopedCapture(device=self.model.device) as capture:
+                    self._launch(src, dst, dt)
+                self.graphs[key] = capture.graph
+            wp.capture_launch(self.graphs[key])
+        self.current = 1 - self.current
+
+    def _launch(self, src: newton.State, dst: newton.State, dt: float) -> None:
         if self.pipeline is not None:
             self.pipeline.collide(src, self.contacts)
         self.solver.step(src, dst, self.control, self.contacts, dt)
-        self.current = 1 - self.current
 
     @property
     def state(self) -> newton.State:
@@ -337,7 +355,7 @@ def run_job(scene: str, worlds: int, name: str, model: newton.Model, probe, args
     steps = max(5, round(args.steps * SCENES[scene].steps_factor / math.sqrt(worlds)))
     rows = [Row(scene, worlds, dofs, name, args.dt, steps=steps)]
     try:
-        stepper = Stepper(name, model, scene)
+        stepper = Stepper(name, model, scene, graph=args.graph)
         timed_run(stepper, rows[0], round(args.warmup / args.dt), scene, probe)
         if rows[0].sanity.exploded:
             rows.append(Row(scene, worlds, dofs, name, args.fallback_dt, steps=steps))
@@ -464,6 +482,7 @@ def markdown(rows: list[Row], sweep: dict[str, dict[float, str]] | None, args, e
         f"newton_sap from {os.path.dirname(newton_sap.__file__)}",
         f"- dt = {args.dt} s (rows marked otherwise: rerun at --fallback-dt after an explosion), warm-up "
         f"{args.warmup} s of simulated time, gravity {GRAVITY} m/s^2, total run time {elapsed:.0f} s",
+        f"- steps: {'replayed Warp graphs (--graph)' if args.graph else 'launched kernel by kernel'}",
         "",
     ]
     cols = [
@@ -516,6 +535,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fallback-dt", type=float, default=0.002, help="time step [s] of reruns after explosions")
     parser.add_argument("--sweep-dts", nargs="+", type=float, default=[0.002, 0.005, 0.01, 0.02, 0.04])
     parser.add_argument("--no-sweep", action="store_true", help="skip the stable-dt sweep on the ant")
+    parser.add_argument("--graph", action="store_true", help="time steps replayed from captured Warp graphs")
     parser.add_argument("--device", default="cpu", help="Warp device (default cpu)")
     parser.add_argument("--out", default=None, help="also write the Markdown report to this file")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)

@@ -23,12 +23,14 @@ Per (robot, worlds):
 3. Timing: ``--repeats`` times, each solver in turn restarts from the initial state and takes ``N`` steps
    between two ``wp.synchronize_device()``; the median time is reported as ms/step and
    env-steps/s = worlds * N / seconds.  By default ``N = round(2000 / sqrt(worlds))`` (2000, 250, 62 steps for
-   1, 64, 1024 worlds), which keeps the default run at about 5 minutes on a 2-core CPU.
+   1, 64, 1024 worlds), which keeps the default run at about 5 minutes on a 2-core CPU.  With ``--graph``
+   each step replays a Warp graph captured once per state parity (CUDA graph, or Warp's CPU graph replayed in
+   C++), as Newton's examples do on GPUs, for both solvers.
 
 Usage::
 
     python benchmarks/bench_free_motion.py [--robots ant humanoid arm] [--worlds 1 64 1024] [--steps N]
-        [--dt 0.002] [--repeats 5] [--device cpu] [--out FILE]
+        [--dt 0.002] [--repeats 5] [--graph] [--device cpu] [--out FILE]
 """
 
 from __future__ import annotations
@@ -153,10 +155,12 @@ def count_launches():
 
 
 class Stepper:
-    """A solver with its own pair of states, restartable from a shared initial state."""
+    """A solver with its own pair of states, restartable from a shared initial state; with ``graph`` each step
+    replays a captured Warp graph (one per state parity and dt)."""
 
-    def __init__(self, solver: newton.solvers.SolverBase, model: newton.Model, init: newton.State):
-        self.solver, self.model, self.init = solver, model, init
+    def __init__(self, solver: newton.solvers.SolverBase, model: newton.Model, init: newton.State, graph=False):
+        self.solver, self.model, self.init, self.graph = solver, model, init, graph
+        self.graphs: dict[tuple[int, float], wp.Graph] = {}
         self.states = [model.state(), model.state()]
         self.control = model.control()
         self.current = 0
@@ -172,7 +176,15 @@ class Stepper:
         """Take ``steps`` steps of ``dt`` [s] without contacts (no synchronization)."""
         for _ in range(steps):
             src, dst = self.states[self.current], self.states[1 - self.current]
-            self.solver.step(src, dst, self.control, None, dt)
+            if not self.graph:
+                self.solver.step(src, dst, self.control, None, dt)
+            else:
+                key = (self.current, dt)
+                if key not in self.graphs:
+                    with wp.ScopedCapture(device=self.model.device) as capture:
+                        self.solver.step(src, dst, self.control, None, dt)
+                    self.graphs[key] = capture.graph
+                wp.capture_launch(self.graphs[key])
             self.current = 1 - self.current
 
     @property
@@ -240,8 +252,8 @@ def bench(robot: str, worlds: int, args, tmp_dir: str) -> Result:
     model = build_model(robot, worlds, device, tmp_dir)
     init = initial_state(model)
     steppers = {
-        "SAP": Stepper(newton_sap.SolverSAP(model), model, init),
-        "Featherstone": Stepper(newton.solvers.SolverFeatherstone(model, angular_damping=0.0), model, init),
+        "SAP": Stepper(newton_sap.SolverSAP(model), model, init, args.graph),
+        "Featherstone": Stepper(newton.solvers.SolverFeatherstone(model, angular_damping=0.0), model, init, args.graph),
     }
     diff = compare(steppers, args.dt)
     with without_passive_joint_forces(model):
@@ -249,8 +261,10 @@ def bench(robot: str, worlds: int, args, tmp_dir: str) -> Result:
 
     launches = {}
     for name, s in steppers.items():
+        graph, s.graph = s.graph, False  # count the launches a step issues (a graph replays them)
         with count_launches() as count:
             s.run(1, args.dt)
+        s.graph = graph
         launches[name] = count[0]
 
     steps = _steps_for(worlds, args.steps)
@@ -289,6 +303,7 @@ def markdown(results: list[Result], args, elapsed: float) -> str:
         f"- newton {newton.__version__}, warp {wp.config.version}, python {platform.python_version()}",
         f"- dt = {args.dt} s, gravity {GRAVITY} m/s^2, contacts=None, median of {args.repeats} repeats, "
         f"total run time {elapsed:.0f} s",
+        f"- steps: {'replayed Warp graphs (--graph)' if args.graph else 'launched kernel by kernel'}",
         f"- FS = Featherstone (angular_damping=0); dq / dqd: largest joint_q / joint_qd difference between the "
         f"solvers after {SANITY_STEPS} steps, over all worlds",
         "",
@@ -319,6 +334,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=None, help="timed steps per repeat (default 2000/sqrt(worlds))")
     parser.add_argument("--dt", type=float, default=2e-3, help="time step [s] (default 2e-3)")
     parser.add_argument("--repeats", type=int, default=5, help="timed repeats per solver; the median is kept")
+    parser.add_argument("--graph", action="store_true", help="time steps replayed from captured Warp graphs")
     parser.add_argument("--device", default="cpu", help="Warp device (default cpu)")
     parser.add_argument("--out", default=None, help="also write the Markdown report to this file")
     args = parser.parse_args(argv)
