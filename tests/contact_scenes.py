@@ -44,10 +44,10 @@ def box_on_ground(half=0.1, mass=1.0, mu=0.5, gravity=(0.0, 0.0, -G), boxes=1):
 class Run:
     """Steps a model with ``SolverSAP`` and Newton's collision pipeline, recording per step."""
 
-    def __init__(self, model, qd0=None, **options):
+    def __init__(self, model, qd0=None, rigid_contact_max=None, **options):
         self.model = model
         self.solver = newton_sap.SolverSAP(model, **options)
-        self.pipeline = newton.CollisionPipeline(model)
+        self.pipeline = newton.CollisionPipeline(model, rigid_contact_max=rigid_contact_max)
         self.contacts = self.pipeline.contacts()
         self.s0, self.s1 = model.state(), model.state()
         if qd0 is not None:

@@ -37,16 +37,10 @@ def test_bad_options_are_refused(bad):
 
 
 def test_full_contact_buffer_is_reported():
-    model = box_on_ground(boxes=2)
-    solver = newton_sap.SolverSAP(model)
-    pipeline = newton.CollisionPipeline(model, rigid_contact_max=2)
-    contacts = pipeline.contacts()
-    s0, s1 = model.state(), model.state()
-    newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)
-    pipeline.collide(s0, contacts)
+    run = Run(box_on_ground(boxes=2), rigid_contact_max=2)
     with pytest.warns(RuntimeWarning, match="contact buffer full"):
-        solver.step(s0, s1, None, contacts, 0.01)
-    assert solver.stats.contact_buffer_full
+        run.step(0.01)
+    assert run.solver.stats.contact_buffer_full
 
 
 def test_non_convergence_is_flagged_or_raised():

@@ -15,7 +15,7 @@ import warp as wp
 import newton_sap
 from newton_sap.examples.scenes import quadruped_pd
 
-from contact_scenes import box_on_ground
+from contact_scenes import Run, box_on_ground
 
 DT = 0.01
 SLIDING_SPINNING = [0.3, 0.0, 0.0, 0.0, 0.0, 0.5]  # public FREE joint_qd of each box: v [m/s], ω [rad/s]
@@ -70,19 +70,14 @@ def test_captured_steps_equal_launched_steps(case):
 
 
 def test_full_contact_buffer_is_reported_from_a_graph():
-    model = box_on_ground(boxes=2)
-    solver = newton_sap.SolverSAP(model)
-    pipeline = newton.CollisionPipeline(model, rigid_contact_max=2)
-    contacts = pipeline.contacts()
-    s0, s1 = model.state(), model.state()
-    newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)
+    run = Run(box_on_ground(boxes=2), rigid_contact_max=2)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no host read, hence no warning, inside a capture
-        with wp.ScopedCapture(device=model.device) as capture:
-            pipeline.collide(s0, contacts)
-            solver.step(s0, s1, None, contacts, DT)
+        with wp.ScopedCapture(device=run.model.device) as capture:
+            run.pipeline.collide(run.s0, run.contacts)
+            run.solver.step(run.s0, run.s1, None, run.contacts, DT)
     wp.capture_launch(capture.graph)
-    assert solver.stats.contact_buffer_full
+    assert run.solver.stats.contact_buffer_full
 
 
 def test_raise_on_nonconvergence_is_refused_in_a_capture():
