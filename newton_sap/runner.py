@@ -43,9 +43,9 @@ def run_scene(scene_name: str, worlds: int, steps: int | None, seconds: float | 
     (:data:`~newton_sap.viewers.VIEWERS`): a recording backend (``file``: Newton's file viewer, ``usd``,
     ``rerun``) writes the file ``recording`` (nothing when None); ``gl`` shows the run live, in real time, in a
     window (closing it stops the run; it stays open after the last step until closed). With ``graph`` each step
-    (collision included) replays a Warp graph captured on first use (one per state parity), as Newton's examples
-    do on GPUs; where capture fails the run launches kernel by kernel and the summary says why. Ctrl-C stops
-    early and still returns (and plots, records) the steps done."""
+    (collision included) after the first replays a Warp graph captured on first use (one per state parity), as
+    Newton's examples do on GPUs; where capture fails the run launches kernel by kernel and the summary says
+    why. Ctrl-C stops early and still returns (and plots, records) the steps done."""
     scene: Scene = SCENES[scene_name]
     dt = dt or scene.dt
     steps = steps or max(int(round((seconds or scene.seconds) / dt)), 1)
@@ -106,7 +106,9 @@ def run_scene(scene_name: str, worlds: int, steps: int | None, seconds: float | 
                 break
             if scene.targets is not None:
                 control.joint_target_q.assign(scene.targets(model, k * dt))
-            capturing = graph and id(s0) not in graphs
+            # the first step is launched (it compiles kernels and sizes the solver's buffers, which must exist
+            # before a capture); each state's first step after it is captured
+            capturing = graph and k > 0 and id(s0) not in graphs
             if capturing:
                 try:
                     with wp.ScopedCapture(device=model.device) as capture:
@@ -115,7 +117,7 @@ def run_scene(scene_name: str, worlds: int, steps: int | None, seconds: float | 
                 except Exception as exc:  # noqa: BLE001 - e.g. CUDA < 12.4 (no conditional nodes): launch instead
                     graph, graph_note = False, f"no ({type(exc).__name__}: {exc})"
             start = time.perf_counter()
-            if graph:
+            if graph and k > 0:
                 wp.capture_launch(graphs[id(s0)])
             else:
                 advance(s0, s1)
@@ -149,7 +151,7 @@ def run_scene(scene_name: str, worlds: int, steps: int | None, seconds: float | 
     if recorder:
         recorder.close()
     if plot:
-        plot_run(series, f"{scene_name}: {solver_name}, {worlds} worlds, dt {dt:g} s", plot)
+        plot_run(series, f"{scene_name}: {solver_name}, {worlds} world{'s' if worlds != 1 else ''}, dt {dt:g} s", plot)
     q = s0.joint_q.numpy()
     energy_drift = None
     if not scene.contacts and scene.targets is None:

@@ -20,10 +20,10 @@ Each Newton iteration (all worlds at once; a converged world stops):
 4. ``line_search``: exact (root of ``dℓ/dα`` on [0, α_max] by safeguarded Newton) or backtracking
    (Armijo), then ``v += α Δv``.
 
-The loop runs under ``wp.capture_while`` on a device flag ("some world still iterates"), with the
-direction and line search under ``wp.capture_if`` on the same flag, and the iteration count lives on the
-device: a step has no host synchronization and can be captured in a graph (CUDA graphs with
-conditional nodes, or Warp's CPU graphs). Without a capture Warp evaluates the flag on the host.
+The first check runs under ``wp.capture_if`` and the iterations under ``wp.capture_while`` on a device
+flag ("some world still iterates"); the iteration count lives on the device. So a step can be captured
+in a graph (CUDA graphs with conditional nodes, or Warp's CPU graphs) and replays without host
+synchronization; launched without a capture, Warp reads the flag on the host once per check.
 """
 
 from __future__ import annotations
@@ -643,32 +643,39 @@ class SapSolver:
         self._allocate_constraints(0)
 
     def _allocate_constraints(self, capacity: int) -> None:
+        """Per-slot constraint buffers for ``capacity`` slots; replaced all at once, after every allocation
+        succeeded. Allocate (take one step) before capturing a graph: arrays allocated inside a CUDA capture
+        exist only once the graph is launched."""
         if capacity == self.capacity:
             return
-        self.capacity = capacity
         n = max(capacity, 1)
         entries = max(2 * self.topo.max_chain, 1)
 
         def zeros(shape, dtype=float):
             return wp.zeros(shape, dtype=dtype, device=self.device)
 
-        self.c_world = wp.full(n, -1, dtype=wp.int32, device=self.device)
-        self.c_kind = zeros(n, wp.int32)
-        self.c_frame = zeros(n, wp.mat33)
-        self.c_R = zeros(n, wp.vec3)
-        self.c_vhat = zeros(n, wp.vec3)
-        self.c_param = zeros(n)
-        self.c_phi = zeros(n)
-        self.c_point = zeros(n, wp.vec3)
-        self.c_nnz = zeros(n, wp.int32)
-        self.c_dof = zeros((n, entries), wp.int32)
-        self.c_J = zeros((n, entries), wp.vec3)
-        self.c_vc = zeros(n, wp.vec3)
-        self.c_dvc = zeros(n, wp.vec3)
-        self.c_live = zeros(n, wp.int32)
-        self.c_gamma = zeros(n, wp.vec3)
-        self.c_G = zeros(n, wp.mat33)
-        self.world_constraints = zeros(n, wp.int32)
+        buffers = {
+            "c_world": wp.full(n, -1, dtype=wp.int32, device=self.device),
+            "c_kind": zeros(n, wp.int32),
+            "c_frame": zeros(n, wp.mat33),
+            "c_R": zeros(n, wp.vec3),
+            "c_vhat": zeros(n, wp.vec3),
+            "c_param": zeros(n),
+            "c_phi": zeros(n),
+            "c_point": zeros(n, wp.vec3),
+            "c_nnz": zeros(n, wp.int32),
+            "c_dof": zeros((n, entries), wp.int32),
+            "c_J": zeros((n, entries), wp.vec3),
+            "c_vc": zeros(n, wp.vec3),
+            "c_dvc": zeros(n, wp.vec3),
+            "c_live": zeros(n, wp.int32),
+            "c_gamma": zeros(n, wp.vec3),
+            "c_G": zeros(n, wp.mat33),
+            "world_constraints": zeros(n, wp.int32),
+        }
+        for name, array in buffers.items():
+            setattr(self, name, array)
+        self.capacity = capacity
 
     def setup_constraints(self, model, state, control, contacts, body_q, dof_S, A_rows, v0, tau, dt: float) -> None:
         """Constraint rows of this step: the contacts of ``contacts`` (may be None) in the first slots,
@@ -787,12 +794,19 @@ class SapSolver:
         )  # fmt: skip
         self.iteration_count.zero_()
         args = {"A_rows": A_rows, "tree_blocks": tree_blocks, "v_ref": v_ref, "tau": tau, "dt": dt}
+        wp.capture_if(self.any_active, self._evaluate, **args)
         wp.capture_while(self.any_active, self._newton_iteration, **args)
         return self.v
 
     def _newton_iteration(self, A_rows, tree_blocks, v_ref, tau, dt: float) -> None:
-        """Evaluate the constraints, gradient and stopping criteria at ``v``; where worlds go on, take
-        the Newton step (:meth:`_newton_step`)."""
+        """One Newton iteration of the worlds still iterating: the step, then the stopping criteria at the
+        new ``v`` (which lower the loop's flag when every world has stopped)."""
+        self._newton_step(A_rows, tree_blocks, v_ref, tau, dt)
+        self._evaluate(A_rows, tree_blocks, v_ref, tau, dt)
+
+    def _evaluate(self, A_rows, tree_blocks, v_ref, tau, dt: float) -> None:
+        """Constraints, gradient and stopping criteria at ``v`` in the worlds still iterating;
+        ``any_active`` says whether any goes on (``tree_blocks`` is unused: one signature for both)."""
         o, T, topo, dev = self.options, self.T, self.topo, self.device
         momentum = int(o.momentum_mode)
         ndof = topo.dof_count
@@ -828,8 +842,6 @@ class SapSolver:
                      self.any_active],
             device=dev,
         )  # fmt: skip
-        wp.capture_if(self.any_active, self._newton_step, A_rows=A_rows, tree_blocks=tree_blocks, v_ref=v_ref,
-                      tau=tau, dt=dt)  # fmt: skip
 
     def _newton_step(self, A_rows, tree_blocks, v_ref, tau, dt: float) -> None:
         """``H = A + JᵀGJ``, the direction ``Δv`` and the line search, in the worlds still iterating."""

@@ -138,11 +138,12 @@ class SolverSAP(newton.solvers.SolverBase):
         ``contacts``: Newton's ``Contacts`` from ``CollisionPipeline.collide(state_in, contacts)``, or
         None. Per-contact forces are written to ``contacts.rigid_contact_force`` [N] (on shape 1).
 
-        A step never waits for the device, so it can be captured in a graph (``wp.ScopedCapture``; CUDA
-        graphs need CUDA 12.4+ for the Newton loop's conditional nodes; Warp's CPU graphs work too). A
-        graph freezes ``dt``, the arrays and the options: capture again when they change. Inside a
-        capture the full-contact-buffer warning is not issued (``stats.contact_buffer_full`` still
-        reports it), and ``raise_on_nonconvergence`` is refused."""
+        A step can be captured in a graph (``wp.ScopedCapture``; CUDA graphs need CUDA 12.4+ for the
+        Newton loop's conditional nodes; Warp's CPU graphs work too) and then replays without host
+        synchronization. Take one step before capturing: the first step with a given ``Contacts`` sizes
+        the constraint buffers. A graph freezes ``dt``, the arrays and the options: capture again when
+        they change. Inside a capture the full-contact-buffer warning is not issued
+        (``stats.contact_buffer_full`` still reports it), and ``raise_on_nonconvergence`` is refused."""
         dt = self._check_dt(dt)
         capturing = self.model.device.is_capturing
         if capturing and self.options.raise_on_nonconvergence:

@@ -54,6 +54,8 @@ def test_captured_steps_equal_launched_steps(case):
     build, qd0, options = CASES[case]
     launched = Stepper(build(), qd0, **options)
     captured = Stepper(build(), qd0, **options)
+    launched.two_steps()
+    captured.two_steps()  # launched first: the first step sizes the solver's buffers (required before a capture)
     with wp.ScopedCapture(device=captured.model.device) as capture:
         captured.two_steps()
     iterations = []
@@ -71,11 +73,14 @@ def test_captured_steps_equal_launched_steps(case):
 
 def test_full_contact_buffer_is_reported_from_a_graph():
     run = Run(box_on_ground(boxes=2), rigid_contact_max=2)
+    with pytest.warns(RuntimeWarning, match="contact buffer full"):
+        run.step(DT)  # launched: sizes the buffers, warns
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no host read, hence no warning, inside a capture
         with wp.ScopedCapture(device=run.model.device) as capture:
             run.pipeline.collide(run.s0, run.contacts)
             run.solver.step(run.s0, run.s1, None, run.contacts, DT)
+    run.solver._contact_buffer_full.zero_()  # forget the launched step's flag: the replay must raise it
     wp.capture_launch(capture.graph)
     assert run.solver.stats.contact_buffer_full
 
