@@ -216,6 +216,7 @@ class Stepper:
     def __init__(self, name: str, model: newton.Model, scene: str, graph: bool = False):
         self.name, self.model, self.graph = name, model, graph
         self.graphs: dict[tuple[int, float], wp.Graph] = {}
+        self.launched = 0  # steps launched kernel by kernel (the first one sizes buffers before any capture)
         self.solver, needs_contacts = make_solver(name, model, scene)
         self.pipeline = newton.CollisionPipeline(model) if needs_contacts else None
         self.contacts = self.pipeline.contacts() if needs_contacts else None
@@ -234,8 +235,9 @@ class Stepper:
     def step(self, dt: float) -> None:
         """Collide (if this solver uses Newton's contacts) and take one step of ``dt`` [s]."""
         src, dst = self.states[self.current], self.states[1 - self.current]
-        if not self.graph:
+        if not self.graph or self.launched == 0:
             self._launch(src, dst, dt)
+            self.launched += 1
         else:
             key = (self.current, dt)
             if key not in self.graphs:
@@ -327,7 +329,7 @@ def timed_run(stepper: Stepper, row: Row, warmup_steps: int, scene: str, probe) 
     """Reset, warm up, take ``row.steps`` timed steps and fill ``row`` (see the module docstring)."""
     device = stepper.model.device
     stepper.reset()
-    for _ in range(warmup_steps):
+    for _ in range(max(warmup_steps, 3 if stepper.graph else 0)):  # graph: one launched step, two captures
         stepper.step(row.dt)
     is_sap = isinstance(stepper.solver, newton_sap.SolverSAP)
     iterations, converged = [], []

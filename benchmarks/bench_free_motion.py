@@ -161,6 +161,7 @@ class Stepper:
     def __init__(self, solver: newton.solvers.SolverBase, model: newton.Model, init: newton.State, graph=False):
         self.solver, self.model, self.init, self.graph = solver, model, init, graph
         self.graphs: dict[tuple[int, float], wp.Graph] = {}
+        self.launched = 0  # steps launched kernel by kernel (the first one sizes buffers before any capture)
         self.states = [model.state(), model.state()]
         self.control = model.control()
         self.current = 0
@@ -176,8 +177,9 @@ class Stepper:
         """Take ``steps`` steps of ``dt`` [s] without contacts (no synchronization)."""
         for _ in range(steps):
             src, dst = self.states[self.current], self.states[1 - self.current]
-            if not self.graph:
+            if not self.graph or self.launched == 0:
                 self.solver.step(src, dst, self.control, None, dt)
+                self.launched += 1
             else:
                 key = (self.current, dt)
                 if key not in self.graphs:
