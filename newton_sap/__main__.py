@@ -69,6 +69,8 @@ def _add_run_options(parser, worlds_default):
 
 
 def parse_args(argv):
+    """Parse ``argv`` (without the program name); a bad value exits with one line naming it, before any
+    work (argparse's usage error)."""
     parser = argparse.ArgumentParser(prog="newton-sap", description="SAP time stepping for Newton models.")
     sub = parser.add_subparsers(dest="command")
     demo = sub.add_parser("demo", help=f"run the default scene ({DEFAULT_SCENE}) and print a summary")
@@ -102,6 +104,8 @@ def _progress(done: int, total: int) -> None:
 
 
 def main(argv=None) -> int:
+    """The ``newton-sap`` command (``argv`` defaults to ``sys.argv[1:]``); returns the exit status: 0, or 1
+    when the run ended non-finite."""
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.command == "list":
         width = max(len(name) for name in SCENES)

@@ -101,6 +101,8 @@ def write_row(
     c_dof: wp.array2d(dtype=wp.int32),
     c_J: wp.array2d(dtype=wp.vec3),
 ):
+    """Fill constraint ``slot`` with a one-dof row ``v_c = sign · v[dof]`` of ``kind`` (compliance R, bias
+    velocity v̂, type parameter) in ``world``."""
     c_world[slot] = world
     c_kind[slot] = kind
     c_R[slot] = wp.vec3(R, 1.0, 1.0)

@@ -55,6 +55,8 @@ def write_slot(
     c_param: wp.array(dtype=float),
     c_nnz: wp.array(dtype=wp.int32),
 ):
+    """Fill the parameters of loop-closure ``slot`` (its Jacobian entries are written already): rigid
+    bilateral rows with violation ``g0`` and Delassus estimate ``w``; ``used`` masks the rows in play."""
     if w < DEGENERATE_W:
         return  # no dof moves these rows (e.g. the tilt rows of a planar linkage): nothing to constrain
     R, v0 = bilateral_parameters(g0[0], w, dt)

@@ -122,6 +122,7 @@ class Topology:
 
     @property
     def tree_count(self) -> int:
+        """Number of kinematic trees (articulations and free bodies) over all worlds."""
         return len(self.tree_dof_start)
 
 
