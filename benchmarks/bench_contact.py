@@ -82,6 +82,7 @@ from common import cpu_name, error_text  # noqa: E402
 
 import newton_sap  # noqa: E402
 from newton_sap.diagnostics import max_penetration  # noqa: E402
+from newton_sap.graphs import StepGraphs  # noqa: E402
 
 GRAVITY = 9.81
 """Magnitude of gravity [m/s^2], along -z."""
@@ -214,9 +215,8 @@ class Stepper:
     with ``graph``, each step replays a captured graph (one per state parity and dt)."""
 
     def __init__(self, name: str, model: newton.Model, scene: str, graph: bool = False):
-        self.name, self.model, self.graph = name, model, graph
-        self.graphs: dict[tuple[int, float], wp.Graph] = {}
-        self.launched = 0  # steps launched kernel by kernel (the first one sizes buffers before any capture)
+        self.name, self.model = name, model
+        self.graphs = StepGraphs(model.device, graph)  # keyed by state parity and dt
         self.solver, needs_contacts = make_solver(name, model, scene)
         self.pipeline = newton.CollisionPipeline(model) if needs_contacts else None
         self.contacts = self.pipeline.contacts() if needs_contacts else None
@@ -235,16 +235,7 @@ class Stepper:
     def step(self, dt: float) -> None:
         """Collide (if this solver uses Newton's contacts) and take one step of ``dt`` [s]."""
         src, dst = self.states[self.current], self.states[1 - self.current]
-        if not self.graph or self.launched == 0:
-            self._launch(src, dst, dt)
-            self.launched += 1
-        else:
-            key = (self.current, dt)
-            if key not in self.graphs:
-                with wp.ScopedCapture(device=self.model.device) as capture:
-                    self._launch(src, dst, dt)
-                self.graphs[key] = capture.graph
-            wp.capture_launch(self.graphs[key])
+        self.graphs((self.current, dt), lambda: self._launch(src, dst, dt))
         self.current = 1 - self.current
 
     def _launch(self, src: newton.State, dst: newton.State, dt: float) -> None:
@@ -329,7 +320,7 @@ def timed_run(stepper: Stepper, row: Row, warmup_steps: int, scene: str, probe) 
     """Reset, warm up, take ``row.steps`` timed steps and fill ``row`` (see the module docstring)."""
     device = stepper.model.device
     stepper.reset()
-    for _ in range(max(warmup_steps, 3 if stepper.graph else 0)):  # graph: one launched step, two captures
+    for _ in range(max(warmup_steps, 3 if stepper.graphs.enabled else 0)):  # graph: one launched step, two captures
         stepper.step(row.dt)
     is_sap = isinstance(stepper.solver, newton_sap.SolverSAP)
     iterations, converged = [], []

@@ -57,6 +57,7 @@ import newton  # noqa: E402
 from common import cpu_name, dynamics_only_urdf, example_robot_data, newton_asset  # noqa: E402
 
 import newton_sap  # noqa: E402
+from newton_sap.graphs import StepGraphs  # noqa: E402
 
 GRAVITY = 9.81
 """Magnitude of gravity [m/s^2], along -z."""
@@ -159,9 +160,8 @@ class Stepper:
     replays a captured Warp graph (one per state parity and dt)."""
 
     def __init__(self, solver: newton.solvers.SolverBase, model: newton.Model, init: newton.State, graph=False):
-        self.solver, self.model, self.init, self.graph = solver, model, init, graph
-        self.graphs: dict[tuple[int, float], wp.Graph] = {}
-        self.launched = 0  # steps launched kernel by kernel (the first one sizes buffers before any capture)
+        self.solver, self.model, self.init = solver, model, init
+        self.graphs = StepGraphs(model.device, graph)  # keyed by state parity and dt
         self.states = [model.state(), model.state()]
         self.control = model.control()
         self.current = 0
@@ -177,16 +177,7 @@ class Stepper:
         """Take ``steps`` steps of ``dt`` [s] without contacts (no synchronization)."""
         for _ in range(steps):
             src, dst = self.states[self.current], self.states[1 - self.current]
-            if not self.graph or self.launched == 0:
-                self.solver.step(src, dst, self.control, None, dt)
-                self.launched += 1
-            else:
-                key = (self.current, dt)
-                if key not in self.graphs:
-                    with wp.ScopedCapture(device=self.model.device) as capture:
-                        self.solver.step(src, dst, self.control, None, dt)
-                    self.graphs[key] = capture.graph
-                wp.capture_launch(self.graphs[key])
+            self.graphs((self.current, dt), lambda: self.solver.step(src, dst, self.control, None, dt))  # noqa: B023
             self.current = 1 - self.current
 
     @property
@@ -263,10 +254,10 @@ def bench(robot: str, worlds: int, args, tmp_dir: str) -> Result:
 
     launches = {}
     for name, s in steppers.items():
-        graph, s.graph = s.graph, False  # count the launches a step issues (a graph replays them)
+        graph, s.graphs.enabled = s.graphs.enabled, False  # count the launches a step issues (a graph replays them)
         with count_launches() as count:
             s.run(1, args.dt)
-        s.graph = graph
+        s.graphs.enabled = graph
         launches[name] = count[0]
 
     steps = _steps_for(worlds, args.steps)

@@ -11,6 +11,7 @@ import warp as wp
 
 from .diagnostics import max_penetration, mechanical_energy
 from .examples.scenes import SCENES, Scene
+from .graphs import StepGraphs
 from .plot import plot_run
 from .solver_sap import SolverSAP
 from .viewers import make_viewer
@@ -95,7 +96,7 @@ def run_scene(scene_name: str, worlds: int, steps: int | None, seconds: float | 
             pipeline.collide(state_in, contacts)
         solver.step(state_in, state_out, control, contacts, dt)
 
-    graphs, graph_note = {}, "yes" if graph else "no (--no-graph)"
+    step_graphs, graph_note = StepGraphs(model.device, graph), "yes" if graph else "no (--no-graph)"
     interrupted, done, elapsed, timed = False, 0, 0.0, 0
     try:
         for k in range(steps):
@@ -106,20 +107,11 @@ def run_scene(scene_name: str, worlds: int, steps: int | None, seconds: float | 
                 break
             if scene.targets is not None:
                 control.joint_target_q.assign(scene.targets(model, k * dt))
-            # the first step is launched (it compiles kernels and sizes the solver's buffers, which must exist
-            # before a capture); each state's first step after it is captured
-            capturing = graph and k > 0 and id(s0) not in graphs
-            if capturing:
-                try:
-                    with wp.ScopedCapture(device=model.device) as capture:
-                        advance(s0, s1)
-                    graphs[id(s0)] = capture.graph
-                except Exception as exc:  # noqa: BLE001 - e.g. CUDA < 12.4 (no conditional nodes): launch instead
-                    graph, graph_note = False, f"no ({type(exc).__name__}: {exc})"
             start = time.perf_counter()
-            if graph and k > 0:
-                wp.capture_launch(graphs[id(s0)])
-            else:
+            try:  # the graph of a step is keyed by the state it reads (the states alternate)
+                capturing = step_graphs(id(s0), lambda: advance(s0, s1))  # noqa: B023 - called at once
+            except Exception as exc:  # noqa: BLE001 - e.g. CUDA < 12.4 (no conditional nodes): launch instead
+                step_graphs.enabled, graph_note, capturing = False, f"no ({type(exc).__name__}: {exc})", True
                 advance(s0, s1)
             wp.synchronize_device(model.device)
             if k > 0 and not capturing:  # the first step compiles kernels; captures are not timed
