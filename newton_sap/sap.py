@@ -466,15 +466,16 @@ def line_search(
     c_dof: wp.array2d(dtype=wp.int32),
     c_J: wp.array2d(dtype=wp.vec3),
     c_vc: wp.array(dtype=wp.vec3),
+    c_gamma: wp.array(dtype=wp.vec3),
     c_vhat: wp.array(dtype=wp.vec3),
     c_R: wp.array(dtype=wp.vec3),
     c_param: wp.array(dtype=float),
     dv: wp.array(dtype=float),
-    # outputs (v is read and updated)
+    # outputs (v and world_cost are read and updated)
     c_dvc_out: wp.array(dtype=wp.vec3),
     c_live_out: wp.array(dtype=wp.int32),
     v: wp.array(dtype=float),
-    world_cost_out: wp.array(dtype=float),
+    world_cost: wp.array(dtype=float),
     world_cost_stalled_out: wp.array(dtype=wp.int32),
     world_alpha_out: wp.array(dtype=float),
 ):
@@ -500,8 +501,8 @@ def line_search(
     lA0 = line[2]
     begin = world_constraint_start[w]
     end = begin + world_constraint_count[w]
-    lc0 = float(0.0)  # constraint cost and slope at α = 0 and the slope at α_max
-    dc0 = float(0.0)
+    lc0 = world_cost[w]  # constraint cost, impulses (c_gamma) at α = 0: from constraint_eval at this v
+    dc0 = float(0.0)  # constraint slope at α = 0 and at α_max
     dc_max = float(0.0)
     for k in range(begin, end):
         c = world_constraints[k]
@@ -509,9 +510,8 @@ def line_search(
         for e in range(c_nnz[c]):
             dvc += c_J[c, e] * dv[c_dof[c, e]]
         c_dvc_out[c] = dvc
-        g0, _G0, l0 = constraint_impulse(c_kind[c], c_vc[c], c_vhat[c], c_R[c], c_param[c])
+        g0 = c_gamma[c]
         g1, _G1, _l1 = constraint_impulse(c_kind[c], c_vc[c] + ALPHA_MAX * dvc, c_vhat[c], c_R[c], c_param[c])
-        lc0 += l0
         dc0 -= wp.dot(dvc, g0)
         dc_max -= wp.dot(dvc, g1)
         live = int(1)
@@ -569,7 +569,7 @@ def line_search(
     elif alpha > 0.5 and change < COST_ABS_TOLERANCE + COST_REL_TOLERANCE * scale:
         stalled = int(1)
     world_cost_stalled_out[w] = stalled
-    world_cost_out[w] = cost1
+    world_cost[w] = cost1
     world_alpha_out[w] = alpha
 
 
@@ -876,7 +876,8 @@ class SapSolver:
             dim=topo.world_count,
             inputs=[T.world_dof_start, int(o.line_search == "exact"), self.world_active, self.world_line,
                     self.world_constraint_start, self.world_constraint_count, self.world_constraints, self.c_kind,
-                    self.c_nnz, self.c_dof, self.c_J, self.c_vc, self.c_vhat, self.c_R, self.c_param, self.dv],
+                    self.c_nnz, self.c_dof, self.c_J, self.c_vc, self.c_gamma, self.c_vhat, self.c_R, self.c_param,
+                    self.dv],
             outputs=[self.c_dvc, self.c_live, self.v, self.world_cost, self.world_cost_stalled, self.world_alpha],
             device=dev,
         )  # fmt: skip
