@@ -63,9 +63,7 @@ import os
 import pickle
 import platform
 import shlex
-import subprocess
 import sys
-import tempfile
 import time
 import warnings
 from collections.abc import Callable
@@ -78,7 +76,7 @@ wp.config.log_level = wp.LOG_WARNING
 
 import newton  # noqa: E402
 import newton.examples  # noqa: E402
-from common import cpu_name, dynamics_only_urdf, error_text, example_robot_data  # noqa: E402
+from common import cpu_name, dynamics_only_urdf, error_text, example_robot_data, run_jobs_in_children  # noqa: E402
 
 import newton_sap  # noqa: E402
 
@@ -459,30 +457,13 @@ def worker(job_dir: str) -> None:
 def bench_scene(scene: str, args) -> list[Row]:
     """All (worlds, solver) jobs of ``scene``, in child processes: a job that takes its process down is
     recorded with the end of its stderr, and the remaining jobs go on in a fresh process."""
-    pending = [(scene, worlds, name) for worlds in args.worlds for name in args.solvers]
-    rows: list[Row] = []
-    while pending:
-        with tempfile.TemporaryDirectory(prefix="bench_pd_") as job_dir:
-            with open(os.path.join(job_dir, "jobs.pkl"), "wb") as f:
-                pickle.dump((pending, args), f)
-            proc = subprocess.run(
-                [sys.executable, os.path.abspath(__file__), "--worker", job_dir], stderr=subprocess.PIPE, text=True
-            )
-            sys.stderr.write(proc.stderr)
-            done = 0
-            while os.path.exists(os.path.join(job_dir, f"{done}.pkl")):
-                with open(os.path.join(job_dir, f"{done}.pkl"), "rb") as f:
-                    rows += pickle.load(f)
-                done += 1
-        if done < len(pending):
-            _, worlds, name = pending[done]
-            tail = " ".join(" ".join(proc.stderr.strip().splitlines()[-2:]).split())
-            code = f"signal {-proc.returncode}" if proc.returncode < 0 else f"exit code {proc.returncode}"
-            rows.append(Row(scene, worlds, name, args.dt, error=f"process died ({code}): {tail[-300:]}"))
-            print(f"{scene:>9} x{worlds:<5} {name:<12} process died ({code})", flush=True)
-            done += 1
-        pending = pending[done:]
-    return rows
+    jobs = [(scene, worlds, name) for worlds in args.worlds for name in args.solvers]
+
+    def crashed(job, reason):
+        _, worlds, name = job
+        return [Row(scene, worlds, name, args.dt, error=reason)]
+
+    return run_jobs_in_children(__file__, jobs, args, crashed)
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pickle
 import platform
+import subprocess
+import sys
 import sysconfig
+import tempfile
 import traceback
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 
 import newton
 
@@ -66,3 +71,34 @@ def error_text(exc: BaseException) -> str:
     where = f" ({os.path.basename(tb[-1].filename)}:{tb[-1].lineno})" if tb else ""
     msg = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {msg[:300]}{where}"
+
+
+def run_jobs_in_children(script: str, jobs: list, args, crashed: Callable[[tuple, str], list]) -> list:
+    """Run ``jobs`` in order in child processes ``python script --worker DIR``: the child reads
+    ``DIR/jobs.pkl`` (``(jobs, args)``) and writes each job's list of rows to ``DIR/<index>.pkl`` as soon
+    as it is done. A job that takes its process down (a native abort, which Python cannot catch) gets
+    ``crashed(job, reason)`` as its rows, the reason ending with the child's last stderr lines, and the
+    remaining jobs go on in a fresh process. Returns all rows in job order."""
+    rows: list = []
+    pending = list(jobs)
+    while pending:
+        with tempfile.TemporaryDirectory(prefix=os.path.splitext(os.path.basename(script))[0] + "_") as job_dir:
+            with open(os.path.join(job_dir, "jobs.pkl"), "wb") as f:
+                pickle.dump((pending, args), f)
+            proc = subprocess.run(
+                [sys.executable, os.path.abspath(script), "--worker", job_dir], stderr=subprocess.PIPE, text=True
+            )
+            sys.stderr.write(proc.stderr)
+            done = 0
+            while os.path.exists(os.path.join(job_dir, f"{done}.pkl")):
+                with open(os.path.join(job_dir, f"{done}.pkl"), "rb") as f:
+                    rows += pickle.load(f)
+                done += 1
+        if done < len(pending):
+            tail = " ".join(" ".join(proc.stderr.strip().splitlines()[-2:]).split())
+            code = f"signal {-proc.returncode}" if proc.returncode < 0 else f"exit code {proc.returncode}"
+            print(f"{' '.join(map(str, pending[done]))}: process died ({code})", flush=True)
+            rows += crashed(pending[done], f"process died ({code}): {tail[-300:]}")
+            done += 1
+        pending = pending[done:]
+    return rows
