@@ -117,7 +117,7 @@ def apply_hessian(
     dof_depth: wp.array(dtype=wp.int32),
     dof_row_start: wp.array(dtype=wp.int32),
     A_rows: wp.array(dtype=float),
-    world_constraints: wp.array(dtype=wp.int32),
+    curved_rows: wp.array(dtype=wp.int32),
     c_G: wp.array(dtype=wp.mat33),
     c_nnz: wp.array(dtype=wp.int32),
     c_dof: wp.array2d(dtype=wp.int32),
@@ -125,7 +125,8 @@ def apply_hessian(
     p: wp.array(dtype=float),
     Hp: wp.array(dtype=float),
 ):
-    """``Hp = (A + Jᵀ G J) p`` over a world's dofs, sequentially (no atomics)."""
+    """``Hp = (A + Jᵀ G J) p`` over a world's dofs, sequentially (no atomics); the constraint part runs
+    over ``curved_rows[begin:end]``, the world's rows with ``G ≠ 0`` (the others add nothing)."""
     for i in range(s, s + n):
         Hp[i] = A_rows[dof_row_start[i]] * p[i]
     for i in range(s, s + n):
@@ -138,14 +139,11 @@ def apply_hessian(
             Hp[j] = Hp[j] + a * p[i]
             j = dof_parent[j]
     for k in range(begin, end):
-        c = world_constraints[k]
-        G = c_G[c]
-        if wp.ddot(G, G) == 0.0:
-            continue  # no curvature: this row adds nothing to H
+        c = curved_rows[k]
         Jp = wp.vec3(0.0)
         for e in range(c_nnz[c]):
             Jp += c_J[c, e] * p[c_dof[c, e]]
-        u = G * Jp
+        u = c_G[c] * Jp
         for e in range(c_nnz[c]):
             d = c_dof[c, e]
             Hp[d] = Hp[d] + wp.dot(c_J[c, e], u)
@@ -178,7 +176,8 @@ def world_pcg(
     P: wp.array(dtype=float),
     pdiag: wp.array(dtype=float),
     grad: wp.array(dtype=float),
-    # outputs (r, z, p, Hp: scratch; CG iterations accumulated per world)
+    # outputs (curved_rows, r, z, p, Hp: scratch; CG iterations accumulated per world)
+    curved_rows: wp.array(dtype=wp.int32),
     r: wp.array(dtype=float),
     z: wp.array(dtype=float),
     p: wp.array(dtype=float),
@@ -188,14 +187,22 @@ def world_pcg(
 ):
     """One thread per active PCG world: preconditioned CG on ``H Δv = −∇ℓ`` until
     ``‖r‖ ≤ η ‖∇ℓ‖`` or ``max_iterations``; the whole loop in one launch. ``world_norms`` are the
-    squared scaled norms of :func:`gradient` (they set the forcing term η)."""
+    squared scaled norms of :func:`gradient` (they set the forcing term η). The world's rows with
+    curvature (``G ≠ 0``) are listed once in ``curved_rows`` (its slots ``[begin, end)``) for the
+    Hessian products: in a pile most rows are separated contacts inside the detection gap."""
     w = wp.tid()
     if world_uses_pcg[w] == 0 or world_active[w] == 0:
         return
     s = world_dof_start[w]
     n = world_dof_start[w + 1] - s
     begin = world_constraint_start[w]
-    end = begin + world_constraint_count[w]
+    curved_end = begin
+    for k in range(begin, begin + world_constraint_count[w]):
+        c = world_constraints[k]
+        G = c_G[c]
+        if wp.ddot(G, G) != 0.0:
+            curved_rows[curved_end] = c
+            curved_end += 1
     norms = world_norms[w]
     relative_residual = wp.sqrt(norms[0] / wp.max(wp.max(norms[1], norms[2]), 1.0e-30))
     eta = wp.clamp(relative_residual, CG_TIGHTEST_TOLERANCE, CG_LOOSEST_TOLERANCE)
@@ -211,8 +218,8 @@ def world_pcg(
         rz += r[i] * z[i]
     iterations = int(0)
     for _k in range(max_iterations):
-        apply_hessian(s, n, begin, end, dof_parent, dof_depth, dof_row_start, A_rows, world_constraints, c_G, c_nnz,
-                      c_dof, c_J, p, Hp)  # fmt: skip
+        apply_hessian(s, n, begin, curved_end, dof_parent, dof_depth, dof_row_start, A_rows, curved_rows, c_G,
+                      c_nnz, c_dof, c_J, p, Hp)  # fmt: skip
         pHp = float(0.0)
         for i in range(s, s + n):
             pHp += p[i] * Hp[i]

@@ -672,6 +672,7 @@ class SapSolver:
             "c_gamma": zeros(n, wp.vec3),
             "c_G": zeros(n, wp.mat33),
             "world_constraints": zeros(n, wp.int32),
+            "curved_rows": zeros(n, wp.int32),
         }
         for name, array in buffers.items():
             setattr(self, name, array)
@@ -917,7 +918,7 @@ class SapSolver:
                 self.world_constraints, self.c_G, self.c_nnz, self.c_dof, self.c_J, A_rows, self.P, self.pdiag,
                 self.grad,
             ],
-            outputs=[self.cg_r, self.cg_z, self.cg_p, self.cg_Hp, self.dv, self.world_cg_iterations],
+            outputs=[self.curved_rows, self.cg_r, self.cg_z, self.cg_p, self.cg_Hp, self.dv, self.world_cg_iterations],
             device=dev,
         )  # fmt: skip
 
