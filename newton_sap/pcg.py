@@ -163,6 +163,7 @@ def world_pcg(
     tree_dof_count: wp.array(dtype=wp.int32),
     # inputs
     max_iterations: int,
+    loosest_tolerance: float,
     world_active: wp.array(dtype=wp.int32),
     world_norms: wp.array(dtype=wp.vec3),
     world_constraint_start: wp.array(dtype=wp.int32),
@@ -184,9 +185,11 @@ def world_pcg(
     Hp: wp.array(dtype=float),
     dv_out: wp.array(dtype=float),
     world_cg_iterations: wp.array(dtype=wp.int32),
+    world_forcing_out: wp.array(dtype=float),
 ):
     """One thread per active PCG world: preconditioned CG on ``H Δv = −∇ℓ`` until
-    ``‖r‖ ≤ η ‖∇ℓ‖`` or ``max_iterations``; the whole loop in one launch. ``world_norms`` are the
+    ``‖r‖ ≤ η ‖∇ℓ‖`` or ``max_iterations``, with η in ``[CG_TIGHTEST_TOLERANCE, loosest_tolerance]``
+    recorded in ``world_forcing_out``; the whole loop in one launch. ``world_norms`` are the
     squared scaled norms of :func:`gradient` (they set the forcing term η). The world's rows with
     curvature (``G ≠ 0``) are listed once in ``curved_rows`` (its slots ``[begin, end)``) for the
     Hessian products: in a pile most rows are separated contacts inside the detection gap."""
@@ -205,7 +208,8 @@ def world_pcg(
             curved_end += 1
     norms = world_norms[w]
     relative_residual = wp.sqrt(norms[0] / wp.max(wp.max(norms[1], norms[2]), 1.0e-30))
-    eta = wp.clamp(relative_residual, CG_TIGHTEST_TOLERANCE, CG_LOOSEST_TOLERANCE)
+    eta = wp.clamp(relative_residual, CG_TIGHTEST_TOLERANCE, loosest_tolerance)
+    world_forcing_out[w] = eta
     b2 = float(0.0)
     for i in range(s, s + n):
         dv_out[i] = 0.0

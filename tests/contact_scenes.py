@@ -41,6 +41,27 @@ def box_on_ground(half=0.1, mass=1.0, mu=0.5, gravity=(0.0, 0.0, -G), boxes=1):
     return b.finalize()
 
 
+def sphere_bin(count, radius=0.05, mu=0.5):
+    """``count`` free spheres on a 4-wide grid of layers, dropped into a 0.4 m bin of static box walls."""
+    b = newton.ModelBuilder()
+    b.add_ground_plane(cfg=newton.ModelBuilder.ShapeConfig(mu=mu))
+    wall = newton.ModelBuilder.ShapeConfig(mu=mu)
+    inner, thick, height = 0.2, 0.02, 0.3
+    for axis in (0, 1):
+        for side in (-1.0, 1.0):
+            pos = [0.0, 0.0, 0.5 * height]
+            pos[axis] = side * (inner + thick)
+            hx, hy = (thick, inner + 2 * thick) if axis == 0 else (inner + 2 * thick, thick)
+            b.add_shape_box(-1, xform=wp.transform(pos, wp.quat_identity()), hx=hx, hy=hy, hz=0.5 * height, cfg=wall)
+    rng = np.random.default_rng(1)
+    for k in range(count):
+        layer, i, j = k // 4, (k // 2) % 2, k % 2
+        dx, dy = rng.uniform(-0.02, 0.02, 2)
+        xform = wp.transform((0.12 * (i - 0.5) + dx, 0.12 * (j - 0.5) + dy, 0.07 + 0.11 * layer), wp.quat_identity())
+        b.add_shape_sphere(b.add_body(xform=xform), radius=radius, cfg=newton.ModelBuilder.ShapeConfig(mu=mu))
+    return b.finalize()
+
+
 class Run:
     """Steps a model with ``SolverSAP`` and Newton's collision pipeline, recording per step."""
 

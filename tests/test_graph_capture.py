@@ -15,7 +15,7 @@ import warp as wp
 import newton_sap
 from newton_sap.examples.scenes import quadruped_pd
 
-from contact_scenes import Run, box_on_ground
+from contact_scenes import Run, box_on_ground, sphere_bin
 
 DT = 0.01
 SLIDING_SPINNING = [0.3, 0.0, 0.0, 0.0, 0.0, 0.5]  # public FREE joint_qd of each box: v [m/s], ω [rad/s]
@@ -46,6 +46,7 @@ CASES = {
     "box stack, PCG": (lambda: box_on_ground(boxes=3), SLIDING_SPINNING * 3, {"dense_world_max_dofs": 0}),
     "box stack, momentum mode": (lambda: box_on_ground(boxes=3), SLIDING_SPINNING * 3, {"momentum_mode": True}),
     "two quadrupeds under PD": (lambda: quadruped_pd(2), None, {}),
+    "landing sphere pile, stiction predictions": (lambda: sphere_bin(10), None, {}),
 }
 
 

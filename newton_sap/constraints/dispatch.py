@@ -9,7 +9,7 @@ package doc), one branch below, and a kernel that fills its slots.
 import warp as wp
 
 from .bilateral import bilateral_impulse
-from .friction_cone import friction_cone_impulse
+from .friction_cone import friction_cone_impulse, friction_cone_predicts_stiction
 from .joint_friction import joint_friction_impulse
 from .joint_limit import joint_limit_impulse
 from .pd_drive import pd_drive_impulse
@@ -40,3 +40,21 @@ def constraint_impulse(kind: int, v_c: wp.vec3, v_hat: wp.vec3, R: wp.vec3, para
     if kind == BILATERAL:
         return bilateral_impulse(v_c, v_hat, R, parameter)
     return wp.vec3(0.0), wp.mat33(0.0), float(0.0)
+
+
+@wp.func
+def constraint_predicts_stiction(kind: int, v_c: wp.vec3, dv_c: wp.vec3, v_hat: wp.vec3, R: wp.vec3, parameter: float):
+    """1 if the Newton step ``Δv_c`` takes a saturated friction constraint through its linear (stiction)
+    branch, so that branch models it better than its Newton model at ``v_c``; contacts only (the other
+    types are modelled by their Newton model at ``v_c``)."""
+    if kind == CONTACT:
+        return friction_cone_predicts_stiction(v_c, dv_c, v_hat, R, parameter)
+    return 0
+
+
+@wp.func
+def linear_branch_impulse(v_c: wp.vec3, v_hat: wp.vec3, R: wp.vec3):
+    """The template's linear branch (stiction, unsaturated drive, active limit), ``γ = R⁻¹ (v̂ − v_c)``
+    [N·s] and ``G = R⁻¹``, whatever the constraint's actual region at ``v_c``."""
+    R_inv = wp.vec3(1.0 / R[0], 1.0 / R[1], 1.0 / R[2])
+    return wp.cw_mul(R_inv, v_hat - v_c), wp.diag(R_inv)

@@ -11,6 +11,11 @@ penetration. The impulse ``γ`` [N·s] on B is the projection of the unprojected
 
 with ``y_r = sqrt(‖y_t‖² + ε²)`` (soft norm), ``t̂ = y_t / y_r`` and ``μ̂ = μ R_t / R_n``. The cost is
 ``ℓ = ½ γᵀ R γ`` [J]; continuous across the regions.
+
+Newton's model of a sliding contact is flat along the slip (the friction impulse is saturated), so a
+Newton step can drive the slip through zero and reverse it, far beyond the thin stiction region
+(width ``~ μ γ_n R_t``) where the exact line search then stops. :func:`friction_cone_predicts_stiction`
+detects that case so the solver can model the contact by its stiction branch instead (``sap.py``).
 """
 
 import warp as wp
@@ -78,3 +83,27 @@ def friction_cone_impulse(v_c: wp.vec3, v_hat: wp.vec3, R: wp.vec3, mu: float):
             G[2, 2] = f * R_inv[2]
     cost = 0.5 * (R[0] * gamma[0] * gamma[0] + R[1] * gamma[1] * gamma[1] + R[2] * gamma[2] * gamma[2])
     return gamma, G, cost
+
+
+@wp.func
+def friction_cone_predicts_stiction(v_c: wp.vec3, dv_c: wp.vec3, v_hat: wp.vec3, R: wp.vec3, mu: float):
+    """1 if the contact slides at ``v_c`` and the Newton step ``Δv_c`` [m/s] ends inside its stiction cone
+    or reverses its tangential impulse direction (with a compressive ``y_n > 0``): the step passes through
+    stiction. 0 otherwise (sticking or separated at ``v_c``, frictionless, or sliding on)."""
+    if mu <= 0.0:
+        return 0
+    y0 = wp.cw_div(v_hat - v_c, R)
+    t0 = wp.vec2(y0[0], y0[1])
+    r0 = wp.sqrt(wp.dot(t0, t0) + SOFT_NORM_EPS * SOFT_NORM_EPS)
+    if r0 <= mu * y0[2]:
+        return 0  # sticks already
+    if y0[2] <= -mu * R[0] / R[2] * r0:
+        return 0  # separated
+    y1 = wp.cw_div(v_hat - v_c - dv_c, R)
+    t1 = wp.vec2(y1[0], y1[1])
+    r1 = wp.sqrt(wp.dot(t1, t1) + SOFT_NORM_EPS * SOFT_NORM_EPS)
+    if r1 <= mu * y1[2]:
+        return 1
+    if y1[2] > 0.0 and wp.dot(t0, t1) < 0.0:
+        return 1
+    return 0

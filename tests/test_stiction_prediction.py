@@ -1,0 +1,70 @@
+"""Stiction prediction (``sap.py``): the friction-cone predicate against hand-made cases, and whole steps
+that reach the same solutions as plain Newton directions in fewer iterations."""
+
+import numpy as np
+import pytest
+import warp as wp
+
+from newton_sap.constraints.friction_cone import friction_cone_predicts_stiction
+
+from contact_scenes import Run, sphere_bin
+
+# SAP.md §3 known-answer contact: R = (σw, σw, β²w/4π²), v̂_n = −φ0/(Δt + τ_d); (0.1, 0, −0.1) slides
+R = (1.0e-3, 1.0e-3, 0.025330296)
+V_HAT = (0.0, 0.0, 0.083333333)
+
+
+@wp.kernel
+def _predict(
+    v_c: wp.array(dtype=wp.vec3),
+    dv_c: wp.array(dtype=wp.vec3),
+    mu: wp.array(dtype=float),
+    R: wp.vec3,
+    v_hat: wp.vec3,
+    out: wp.array(dtype=wp.int32),
+):
+    i = wp.tid()
+    out[i] = friction_cone_predicts_stiction(v_c[i], dv_c[i], v_hat, R, mu[i])
+
+
+@pytest.mark.parametrize(
+    ("v_c", "dv_c", "mu", "expected"),
+    [
+        ((0.1, 0.0, -0.1), (-0.2, 0.0, 0.0), 0.5, 1),  # sliding; the step reverses the slip
+        ((0.1, 0.0, -0.1), (-0.0999, 0.0, 0.0), 0.5, 1),  # sliding; the step ends inside the cone
+        ((0.1, -0.2, -0.1), (-0.1, 0.5, 0.0), 0.5, 1),  # slip direction turned by more than 90°
+        ((0.1, 0.0, -0.1), (0.05, 0.0, 0.0), 0.5, 0),  # slides on, faster
+        ((0.1, 0.0, -0.1), (-0.05, 0.0, 0.0), 0.5, 0),  # slides on, slower
+        ((0.1, 0.0, -0.1), (-0.2, 0.0, 0.5), 0.5, 0),  # reversed, but separating at the end of the step
+        ((1.0e-4, 0.0, -0.1), (-0.2, 0.0, 0.0), 0.5, 0),  # sticks already
+        ((-0.1, 0.1, 0.2), (0.2, -0.2, -0.3), 0.5, 0),  # separated
+        ((0.1, 0.0, -0.1), (-0.2, 0.0, 0.0), 0.0, 0),  # frictionless
+    ],
+)
+def test_friction_cone_predicts_stiction(v_c, dv_c, mu, expected):
+    out = wp.zeros(1, dtype=wp.int32)
+    arrays = [wp.array([x], dtype=wp.vec3) for x in (v_c, dv_c)]
+    wp.launch(_predict, dim=1, inputs=[*arrays, wp.array([mu], dtype=float), wp.vec3(R), wp.vec3(V_HAT)],
+              outputs=[out])  # fmt: skip
+    assert out.numpy()[0] == expected
+
+
+@pytest.mark.parametrize("dense", [True, False], ids=["dense", "pcg"])
+def test_prediction_keeps_solutions_and_saves_iterations(dense):
+    """A landing pile stepped with and without the prediction, both from the same state every step:
+    the same velocities to the float32 floor, every step converged, and fewer Newton iterations."""
+    options = {} if dense else {"dense_world_max_dofs": 0}
+    predicted = Run(sphere_bin(10), **options)
+    plain = Run(sphere_bin(10), stiction_prediction=False, **options)
+    assert predicted.solver.topology.world_uses_pcg.all() != dense
+    worst = 0.0
+    for _ in range(40):
+        for name in ("joint_q", "joint_qd", "body_q", "body_qd"):
+            getattr(plain.s0, name).assign(getattr(predicted.s0, name))
+        predicted.step(0.01)
+        plain.step(0.01)
+        worst = max(worst, np.abs(predicted.qd - plain.qd).max() / np.abs(plain.qd).max())
+    assert np.all(np.concatenate(predicted.converged)) and np.all(np.concatenate(plain.converged))
+    assert worst < 1e-3
+    with_prediction, without = np.sum(predicted.iterations), np.sum(plain.iterations)
+    assert with_prediction < 0.7 * without, (with_prediction, without)
