@@ -43,7 +43,7 @@ class SapOptions:
         stiction_prediction: Model sliding contacts that a Newton step takes through stiction by
             their stiction branch, and use that model's direction where it descends (``sap.py``). Same
             solutions, far fewer Newton iterations when many contacts change between sliding and
-            sticking (a landing 50-sphere pile: 7 instead of 20 per step); False gives plain Newton directions.
+            sticking (a landing 50-sphere pile: 7 instead of 19 per step); False gives plain Newton directions.
     """
 
     momentum_mode: bool = False

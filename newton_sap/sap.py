@@ -45,7 +45,7 @@ from .contact_constraints import contact_rows
 from .factorization import sparse_matvec
 from .joint_constraints import SLOTS_PER_DOF, joint_constraint_rows
 from .loop_constraints import loop_rows
-from .pcg import CG_LOOSEST_TOLERANCE, CG_TIGHTEST_TOLERANCE, precond_diag_init, tree_factor_kernel, world_pcg
+from .pcg import CG_LOOSEST_TOLERANCE, CG_MODEL_LOOSEST_TOLERANCE, precond_diag_init, tree_factor_kernel, world_pcg
 from .topology import bucket_views
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
@@ -741,8 +741,10 @@ class SapSolver:
         int_names = ("world_active", "world_iterations", "world_converged", "world_cost_stalled", "world_cg_iterations")
         for name in (*int_names, "world_predicted", "world_plain_newton"):
             setattr(self, name, zeros(nw, wp.int32))
-        # world_forcing: CG's forcing term η of the last direction (0 in dense worlds: exact directions)
-        for name in ("world_residual", "world_cost", "world_alpha", "world_slope", "world_forcing"):
+        # world_forcing: CG's forcing term η of the last Newton direction (0 in dense worlds: exact directions);
+        # world_model_forcing: the same of the stiction-model directions (not needed after the solve)
+        for name in ("world_residual", "world_cost", "world_alpha", "world_slope", "world_forcing",
+                     "world_model_forcing"):  # fmt: skip
             setattr(self, name, zeros(nw))
         self.world_norms = zeros(nw, wp.vec3)
         self.any_active = zeros(1, wp.int32)  # some world still iterates (the loop's device condition)
@@ -969,9 +971,8 @@ class SapSolver:
         o, T, topo, dev = self.options, self.T, self.topo, self.device
         momentum = int(o.momentum_mode)
         ndof = topo.dof_count
-        self._solve_direction(
-            A_rows, tree_blocks, self.world_active, self.c_G, self.grad, self.dv, CG_LOOSEST_TOLERANCE
-        )
+        self._solve_direction(A_rows, tree_blocks, self.world_active, self.c_G, self.grad, self.dv,
+                              CG_LOOSEST_TOLERANCE, self.world_forcing)  # fmt: skip
         self.world_predicted.zero_()
         if o.stiction_prediction:
             self._predict_stiction(A_rows, tree_blocks)
@@ -1019,7 +1020,7 @@ class SapSolver:
         (``predict_stiction``), adopted as ``Δv`` where it descends."""
         T, dev = self.T, self.device
         self._solve_direction(A_rows, tree_blocks, self.world_predicted, self.c_G_model, self.grad_model,
-                              self.dv_model, CG_TIGHTEST_TOLERANCE)  # fmt: skip
+                              self.dv_model, CG_MODEL_LOOSEST_TOLERANCE, self.world_model_forcing)  # fmt: skip
         self.world_slope.zero_()
         wp.launch(
             model_direction_slope,
@@ -1036,10 +1037,10 @@ class SapSolver:
             device=dev,
         )
 
-    def _solve_direction(self, A_rows, tree_blocks, active, G, grad, dv, loosest_tolerance: float) -> None:
+    def _solve_direction(self, A_rows, tree_blocks, active, G, grad, dv, loosest_tolerance: float, forcing) -> None:
         """``dv = −(A + Jᵀ G J)⁻¹ grad`` in the worlds flagged in ``active``: a dense tile Cholesky per world
         size, PCG for the large worlds (preconditioner blocks from ``tree_blocks``, the dense A blocks of the
-        trees)."""
+        trees; CG's forcing terms, at most ``loosest_tolerance``, go into ``forcing``)."""
         T, topo, dev = self.T, self.topo, self.device
         ndof = topo.dof_count
         wp.copy(self.H, self.A_world)
@@ -1065,9 +1066,9 @@ class SapSolver:
                 device=dev,
             )
         if self.uses_pcg:
-            self._conjugate_gradients(A_rows, active, G, grad, dv, loosest_tolerance)
+            self._conjugate_gradients(A_rows, active, G, grad, dv, loosest_tolerance, forcing)
 
-    def _conjugate_gradients(self, A_rows, active, G, grad, dv, loosest_tolerance: float) -> None:
+    def _conjugate_gradients(self, A_rows, active, G, grad, dv, loosest_tolerance: float, forcing) -> None:
         """Block-preconditioned CG on the PCG worlds flagged in ``active`` (see ``pcg.py``); the solution goes
         into ``dv``."""
         T, topo, dev = self.T, self.topo, self.device
@@ -1087,7 +1088,7 @@ class SapSolver:
                 self.world_constraints, G, self.c_nnz, self.c_dof, self.c_J, A_rows, self.P, self.pdiag, grad,
             ],
             outputs=[self.curved_rows, self.cg_r, self.cg_z, self.cg_p, self.cg_Hp, dv, self.world_cg_iterations,
-                     self.world_forcing],
+                     forcing],
             device=dev,
         )  # fmt: skip
 
