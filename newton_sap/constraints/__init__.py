@@ -6,4 +6,8 @@
 
 The solver gathers constraint velocities ``v_c = J v``, calls the type's impulse function, and adds
 ``−Jᵀγ`` to the gradient and ``Jᵀ G J`` to the Hessian of the SAP objective.
+
+Optionally a type tells whether a Newton step ``Δv_c`` takes it through its linear branch
+``γ = R⁻¹(v̂ − v_c)`` (``dispatch.constraint_predicts_stiction``; the friction cone does), so the solver
+can model it by that branch for the step's direction.
 """
