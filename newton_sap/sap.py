@@ -54,7 +54,10 @@ ALPHA_MAX = 1.5
 """Largest line-search step (SAP.md §6)."""
 LINE_SEARCH_MAX_ITERATIONS = 40
 LINE_SEARCH_REL_TOLERANCE = 1.0e-8
-"""Exact line search stops at ``|dℓ/dα| < tol · |dℓ/dα(0)|``."""
+"""Exact line search stops at ``|dℓ/dα| < tol · |dℓ/dα(0)|``..."""
+LINE_SEARCH_ALPHA_TOLERANCE = 1.0e-6
+"""... or once its update of α is below this fraction of α: float32 resolves ``dℓ/dα`` only to round-off of
+its terms, which mostly lies far above the first test, and α to about 1e-7."""
 ARMIJO_C = 1.0e-4
 BACKTRACKING_RHO = 0.8
 COST_ABS_TOLERANCE = 1.0e-30
@@ -654,7 +657,10 @@ def line_search(
                     next_alpha = alpha - f / df
                     if df <= 0.0 or next_alpha <= lo or next_alpha >= hi:
                         next_alpha = 0.5 * (lo + hi)
+                    converged = wp.abs(next_alpha - alpha) <= LINE_SEARCH_ALPHA_TOLERANCE * alpha
                     alpha = next_alpha
+                    if converged:
+                        break
         else:
             alpha = float(ALPHA_MAX)
             for _it in range(LINE_SEARCH_MAX_ITERATIONS):

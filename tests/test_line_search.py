@@ -1,0 +1,52 @@
+"""The exact line search finds the minimum of the SAP cost along its direction (SAP.md §6).
+
+After a single Newton iteration (``max_iterations=1``) from the warm start ``v0``, the solved ``v1`` must
+minimize ``ℓ(v) = ½ (v − v*)ᵀ M (v − v*) + Σ ℓ_c(J_c v)`` on the line through ``v0`` and ``v1``: the slope
+``dℓ/ds`` at ``v0 + s (v1 − v0)`` vanishes at s = 1. The slope is evaluated here in float64 from the
+snapshot's M, v*, J, R, v̂, μ and an independent NumPy projection onto the friction cone (SAP.md §3)."""
+
+import numpy as np
+import pytest
+
+from contact_scenes import Run, box_on_ground
+
+
+def friction_cone_impulse(v_c, v_hat, R, mu, eps=1.0e-7):
+    """γ [N·s] of one contact: the R-norm projection of ``y = R⁻¹ (v̂ − v_c)`` onto ``‖γ_t‖ ≤ μ γ_n``."""
+    y = (v_hat - v_c) / R
+    y_r = np.sqrt(y[0] ** 2 + y[1] ** 2 + eps**2)
+    mu_hat = mu * R[0] / R[2]
+    if y_r <= mu * y[2]:
+        return y  # stiction
+    if y[2] <= -mu_hat * y_r:
+        return np.zeros(3)  # separation
+    gamma_n = (y[2] + mu_hat * y_r) / (1.0 + mu * mu_hat)
+    return np.array([mu * gamma_n * y[0] / y_r, mu * gamma_n * y[1] / y_r, gamma_n])
+
+
+def cost_slope(snap, v, d):
+    """``dℓ/ds`` along ``v + s d`` at s = 0 (world 0, v* mode)."""
+    M, v_star, J = snap.mass_matrix[0], snap.v_star[0], snap.contact_jacobian[0]
+    v_c, d_c = (J @ v).reshape(-1, 3), (J @ d).reshape(-1, 3)
+    R, v_hat, mu = snap.contact_compliance[0], snap.contact_bias_velocity[0], snap.contact_friction[0]
+    gamma = np.array([friction_cone_impulse(v_c[k], v_hat[k], R[k], mu[k]) for k in range(len(mu))])
+    return (v - v_star) @ M @ d - np.sum(gamma * d_c)
+
+
+# landing, sliding and spinning boxes whose first step length is not Newton's α = 1 (0.72, 1.0013, 1.0039)
+@pytest.mark.parametrize(
+    "qd0", [[-0.7, -0.1, 0.8, 4.5, -3.8, 4.5], [1.3, 0.8, 0.3, -0.9, 4.4, 5.9], [-1.3, 0.4, 0.4, 2.1, -3.6, -2.0]]
+)
+def test_exact_line_search_stops_at_the_minimum_along_its_direction(qd0):
+    run = Run(box_on_ground(mu=0.5), qd0=qd0, max_iterations=1, stiction_prediction=False)
+    run.s0.joint_q.assign(run.s0.joint_q.numpy() - np.array([0, 0, 0.003, 0, 0, 0, 0], np.float32))  # overlap
+    run.pipeline.collide(run.s0, run.contacts)
+    snap = run.solver.snapshot(run.s0, dt=0.01, contacts=run.contacts)
+    assert run.solver.stats.iterations[0] == 1 and len(snap.contact_friction[0]) == 4
+    assert abs(run.solver._sap.world_alpha.numpy()[0] - 1.0) > 1e-3  # a step a fixed α = 1 would miss
+    v0 = run.s0.joint_qd.numpy().astype(np.float64)
+    d = snap.velocity[0] - v0
+    slope_start = cost_slope(snap, v0, d)
+    slope_end = cost_slope(snap, snap.velocity[0], d)
+    assert slope_start < 0.0  # a descent direction
+    assert abs(slope_end) < 1e-5 * abs(slope_start)
