@@ -1,6 +1,6 @@
 """Contact constraint rows from Newton's ``Contacts`` (SAP.md §3-§4), frozen at ``q0`` for a step.
 
-Per contact slot (one thread each, ``slot < rigid_contact_count``):
+Per contact slot ``slot < rigid_contact_count`` (a thread takes a run of slots):
 
 * bodies and world from the two shapes (``shape_body``; -1 or a static body: no dofs);
 * the signed distance ``φ0 = n·(p1 − p0) − (r0 + r1)`` [m] between the shapes' surfaces, from the
@@ -17,7 +17,7 @@ Per contact slot (one thread each, ``slot < rigid_contact_count``):
 
 import warp as wp
 
-from .constraints.dispatch import CONTACT
+from .constraints.dispatch import CONTACT, thread_slots
 from .constraints.friction_cone import contact_bias_velocity, contact_compliance
 from .jacobian import chain_rows, tangent_frame
 
@@ -67,6 +67,8 @@ def contact_rows(
     dof_body: wp.array(dtype=wp.int32),
     dof_row_start: wp.array(dtype=wp.int32),
     # options
+    slots_per_thread: int,
+    slot_count: int,
     stiffness_override: float,
     dissipation_override: float,
     beta: float,
@@ -98,58 +100,62 @@ def contact_rows(
     c_J_out: wp.array2d(dtype=wp.vec3),
     world_contact_count: wp.array(dtype=wp.int32),
 ):
-    """One contact's rows (see module doc); ``c_world_out = -1`` marks an unused slot."""
-    c = wp.tid()
-    c_world_out[c] = -1
-    c_nnz_out[c] = 0
-    if c >= contact_count[0]:
-        return
-    s0 = contact_shape0[c]
-    s1 = contact_shape1[c]
-    if s0 < 0 or s1 < 0:
-        return
-    b0 = shape_body[s0]
-    b1 = shape_body[s1]
-    d0 = int(-1)
-    d1 = int(-1)
-    world = int(-1)
-    X0 = wp.transform_identity()
-    X1 = wp.transform_identity()
-    if b0 >= 0:
-        X0 = body_q[b0]
-        d0 = body_last_dof[b0]
-        if body_tree[b0] >= 0:
-            world = body_world[b0]
-    if b1 >= 0:
-        X1 = body_q[b1]
-        d1 = body_last_dof[b1]
-        if body_tree[b1] >= 0:
-            world = body_world[b1]
-    if d0 < 0 and d1 < 0:
-        return  # both sides immovable
+    """The rows of the contacts in the slots of this thread (``thread_slots``; see the module doc);
+    ``c_world_out = -1`` marks an unused slot."""
+    begin, end = thread_slots(wp.tid(), slots_per_thread, slot_count)
+    for c in range(begin, end):
+        c_world_out[c] = -1
+        c_nnz_out[c] = 0
+        if c >= contact_count[0]:
+            continue
+        s0 = contact_shape0[c]
+        s1 = contact_shape1[c]
+        if s0 < 0 or s1 < 0:
+            continue
+        b0 = shape_body[s0]
+        b1 = shape_body[s1]
+        d0 = int(-1)
+        d1 = int(-1)
+        world = int(-1)
+        X0 = wp.transform_identity()
+        X1 = wp.transform_identity()
+        if b0 >= 0:
+            X0 = body_q[b0]
+            d0 = body_last_dof[b0]
+            if body_tree[b0] >= 0:
+                world = body_world[b0]
+        if b1 >= 0:
+            X1 = body_q[b1]
+            d1 = body_last_dof[b1]
+            if body_tree[b1] >= 0:
+                world = body_world[b1]
+        if d0 < 0 and d1 < 0:
+            continue  # both sides immovable
 
-    n = wp.normalize(contact_normal[c])
-    r0 = contact_margin0[c] - shape_margin[s0]
-    r1 = contact_margin1[c] - shape_margin[s1]
-    p0 = wp.transform_point(X0, contact_point0[c])
-    p1 = wp.transform_point(X1, contact_point1[c])
-    phi0 = wp.dot(n, p1 - p0) - (r0 + r1)
-    p = 0.5 * ((p0 + r0 * n) + (p1 - r1 * n))
-    R_WC = tangent_frame(n)
-    R_CW = wp.transpose(R_WC)
+        n = wp.normalize(contact_normal[c])
+        r0 = contact_margin0[c] - shape_margin[s0]
+        r1 = contact_margin1[c] - shape_margin[s1]
+        p0 = wp.transform_point(X0, contact_point0[c])
+        p1 = wp.transform_point(X1, contact_point1[c])
+        phi0 = wp.dot(n, p1 - p0) - (r0 + r1)
+        p = 0.5 * ((p0 + r0 * n) + (p1 - r1 * n))
+        R_WC = tangent_frame(n)
+        R_CW = wp.transpose(R_WC)
 
-    # Jacobian entries along both chains, and the Delassus estimate from diag(A)
-    e, w = chain_rows(c, d1, d0, R_CW, p, 0, body_q, dof_parent, dof_body, dof_S, dof_row_start, A_rows,
-                      c_dof_out, c_J_out)  # fmt: skip
+        # Jacobian entries along both chains, and the Delassus estimate from diag(A)
+        e, w = chain_rows(c, d1, d0, R_CW, p, 0, body_q, dof_parent, dof_body, dof_S, dof_row_start, A_rows,
+                          c_dof_out, c_J_out)  # fmt: skip
 
-    k_pair, tau, mu = pair_parameters(s0, s1, shape_ke, shape_kd, shape_mu, stiffness_override, dissipation_override)
-    c_world_out[c] = world
-    c_kind_out[c] = CONTACT
-    c_frame_out[c] = R_WC
-    c_R_out[c] = contact_compliance(k_pair, tau, dt, beta, sigma, w)
-    c_vhat_out[c] = contact_bias_velocity(phi0, dt, tau)
-    c_param_out[c] = mu
-    c_phi_out[c] = phi0
-    c_point_out[c] = p
-    c_nnz_out[c] = e
-    wp.atomic_add(world_contact_count, world, 1)
+        k_pair, tau, mu = pair_parameters(
+            s0, s1, shape_ke, shape_kd, shape_mu, stiffness_override, dissipation_override
+        )
+        c_world_out[c] = world
+        c_kind_out[c] = CONTACT
+        c_frame_out[c] = R_WC
+        c_R_out[c] = contact_compliance(k_pair, tau, dt, beta, sigma, w)
+        c_vhat_out[c] = contact_bias_velocity(phi0, dt, tau)
+        c_param_out[c] = mu
+        c_phi_out[c] = phi0
+        c_point_out[c] = p
+        c_nnz_out[c] = e
+        wp.atomic_add(world_contact_count, world, 1)

@@ -40,7 +40,13 @@ import functools
 import numpy as np
 import warp as wp
 
-from .constraints.dispatch import constraint_impulse, constraint_predicts_stiction, linear_branch_impulse
+from .constraints.dispatch import (
+    constraint_impulse,
+    constraint_predicts_stiction,
+    linear_branch_impulse,
+    slots_per_thread,
+    thread_slots,
+)
 from .contact_constraints import contact_rows
 from .factorization import sparse_matvec
 from .joint_constraints import SLOTS_PER_DOF, joint_constraint_rows
@@ -201,6 +207,7 @@ def sort_constraints_by_world(
 @wp.kernel
 def constraint_eval(
     # inputs
+    slots_per_thread: int,
     world_active: wp.array(dtype=wp.int32),
     c_world: wp.array(dtype=wp.int32),
     c_kind: wp.array(dtype=wp.int32),
@@ -219,24 +226,25 @@ def constraint_eval(
     world_cost_out: wp.array(dtype=float),
 ):
     """Per constraint of an active world: ``v_c = J v``; ``γ, G, ℓ_c``; accumulates ``Jᵀγ`` and the
-    world's constraint cost."""
-    c = wp.tid()
-    w = c_world[c]
-    if w < 0:
-        return
-    if world_active[w] == 0:
-        return
-    nnz = c_nnz[c]
-    vc = wp.vec3(0.0)
-    for e in range(nnz):
-        vc += c_J[c, e] * v[c_dof[c, e]]
-    gamma, G, cost = constraint_impulse(c_kind[c], vc, c_vhat[c], c_R[c], c_param[c])
-    c_vc_out[c] = vc
-    c_gamma_out[c] = gamma
-    c_G_out[c] = G
-    wp.atomic_add(world_cost_out, w, cost)
-    for e in range(nnz):
-        wp.atomic_add(jtg_out, c_dof[c, e], wp.dot(c_J[c, e], gamma))
+    world's constraint cost. A thread takes a run of slots (:func:`thread_slots`)."""
+    begin, end = thread_slots(wp.tid(), slots_per_thread, c_world.shape[0])
+    for c in range(begin, end):
+        w = c_world[c]
+        if w < 0:
+            continue
+        if world_active[w] == 0:
+            continue
+        nnz = c_nnz[c]
+        vc = wp.vec3(0.0)
+        for e in range(nnz):
+            vc += c_J[c, e] * v[c_dof[c, e]]
+        gamma, G, cost = constraint_impulse(c_kind[c], vc, c_vhat[c], c_R[c], c_param[c])
+        c_vc_out[c] = vc
+        c_gamma_out[c] = gamma
+        c_G_out[c] = G
+        wp.atomic_add(world_cost_out, w, cost)
+        for e in range(nnz):
+            wp.atomic_add(jtg_out, c_dof[c, e], wp.dot(c_J[c, e], gamma))
 
 
 @wp.kernel
@@ -249,6 +257,7 @@ def hessian_assembly(
     dof_local: wp.array(dtype=wp.int32),
     tree_dof_count: wp.array(dtype=wp.int32),
     # inputs
+    slots_per_thread: int,
     world_active: wp.array(dtype=wp.int32),
     c_world: wp.array(dtype=wp.int32),
     c_G: wp.array(dtype=wp.mat33),
@@ -264,37 +273,38 @@ def hessian_assembly(
     (dense worlds) or, for PCG worlds, into the block preconditioner: the intra-tree part into dense
     tree blocks, the diagonal into the Jacobi diagonal of trees too large for a dense block. Only the
     lower triangles (row ≥ column) are accumulated: ``wp.tile_cholesky`` (fill mode "lower") reads
-    nothing else, so the upper triangles keep A's entries."""
-    c = wp.tid()
-    w = c_world[c]
-    if w < 0:
-        return
-    if world_active[w] == 0:
-        return
-    G = c_G[c]
-    if wp.ddot(G, G) == 0.0:
-        return  # no curvature (separated contact, inactive limit, saturated drive): nothing to add
-    nnz = c_nnz[c]
-    s = world_dof_start[w]
-    n = world_dof_start[w + 1] - s
-    off = world_dense_offset[w]
-    for e in range(nnz):
-        de = c_dof[c, e]
-        GJe = G * c_J[c, e]
-        for f in range(nnz):
-            df = c_dof[c, f]
-            if df < de:
-                continue  # lower triangle only: the Cholesky factorizations read no other
-            value = wp.dot(c_J[c, f], GJe)
-            if off >= 0:
-                wp.atomic_add(H_out, off + (df - s) * n + (de - s), value)
-            elif dof_tree[df] == dof_tree[de]:
-                block = dof_dense_offset[de]
-                if block >= 0:
-                    nt = tree_dof_count[dof_tree[de]]
-                    wp.atomic_add(P_out, block + dof_local[df] * nt + dof_local[de], value)
-                elif df == de:
-                    wp.atomic_add(pdiag_out, de, value)
+    nothing else, so the upper triangles keep A's entries. A thread takes a run of slots."""
+    begin, end = thread_slots(wp.tid(), slots_per_thread, c_world.shape[0])
+    for c in range(begin, end):
+        w = c_world[c]
+        if w < 0:
+            continue
+        if world_active[w] == 0:
+            continue
+        G = c_G[c]
+        if wp.ddot(G, G) == 0.0:
+            continue  # no curvature (separated contact, inactive limit, saturated drive): nothing to add
+        nnz = c_nnz[c]
+        s = world_dof_start[w]
+        n = world_dof_start[w + 1] - s
+        off = world_dense_offset[w]
+        for e in range(nnz):
+            de = c_dof[c, e]
+            GJe = G * c_J[c, e]
+            for f in range(nnz):
+                df = c_dof[c, f]
+                if df < de:
+                    continue  # lower triangle only: the Cholesky factorizations read no other
+                value = wp.dot(c_J[c, f], GJe)
+                if off >= 0:
+                    wp.atomic_add(H_out, off + (df - s) * n + (de - s), value)
+                elif dof_tree[df] == dof_tree[de]:
+                    block = dof_dense_offset[de]
+                    if block >= 0:
+                        nt = tree_dof_count[dof_tree[de]]
+                        wp.atomic_add(P_out, block + dof_local[df] * nt + dof_local[de], value)
+                    elif df == de:
+                        wp.atomic_add(pdiag_out, de, value)
 
 
 @wp.kernel
@@ -380,6 +390,7 @@ def count_iteration(iteration_count: wp.array(dtype=wp.int32)):
 @wp.kernel
 def predict_stiction(
     # inputs
+    slots_per_thread: int,
     world_active: wp.array(dtype=wp.int32),
     world_plain_newton: wp.array(dtype=wp.int32),
     c_world: wp.array(dtype=wp.int32),
@@ -403,31 +414,32 @@ def predict_stiction(
     """Per constraint of an active world, along the Newton step ``Δv_c = J Δv``: the model used for the
     second direction. A row predicted to pass through stiction gets its linear branch (``γ̃ = R⁻¹(v̂ − v_c)``,
     ``G̃ = R⁻¹``): ``G_model = G̃`` and ``∇ℓ_model = ∇ℓ − Jᵀ(γ̃ − γ)``, and marks its world; other rows keep
-    ``G``. Worlds flagged in ``world_plain_newton`` predict nothing."""
-    c = wp.tid()
-    w = c_world[c]
-    if w < 0:
-        return
-    if world_active[w] == 0:
-        return
-    nnz = c_nnz[c]
-    G = c_G[c]
-    if world_plain_newton[w] == 1:
-        c_G_model_out[c] = G
-        return
-    dvc = wp.vec3(0.0)
-    for e in range(nnz):
-        dvc += c_J[c, e] * dv[c_dof[c, e]]
-    vc = c_vc[c]
-    if constraint_predicts_stiction(c_kind[c], vc, dvc, c_vhat[c], c_R[c], c_param[c]) == 1:
-        gamma_model, G_model = linear_branch_impulse(vc, c_vhat[c], c_R[c])
-        G = G_model
-        change = gamma_model - c_gamma[c]
+    ``G``. Worlds flagged in ``world_plain_newton`` predict nothing. A thread takes a run of slots."""
+    begin, end = thread_slots(wp.tid(), slots_per_thread, c_world.shape[0])
+    for c in range(begin, end):
+        w = c_world[c]
+        if w < 0:
+            continue
+        if world_active[w] == 0:
+            continue
+        nnz = c_nnz[c]
+        G = c_G[c]
+        if world_plain_newton[w] == 1:
+            c_G_model_out[c] = G
+            continue
+        dvc = wp.vec3(0.0)
         for e in range(nnz):
-            wp.atomic_add(grad_model_out, c_dof[c, e], -wp.dot(c_J[c, e], change))
-        world_predicted_out[w] = 1
-        any_predicted_out[0] = 1
-    c_G_model_out[c] = G
+            dvc += c_J[c, e] * dv[c_dof[c, e]]
+        vc = c_vc[c]
+        if constraint_predicts_stiction(c_kind[c], vc, dvc, c_vhat[c], c_R[c], c_param[c]) == 1:
+            gamma_model, G_model = linear_branch_impulse(vc, c_vhat[c], c_R[c])
+            G = G_model
+            change = gamma_model - c_gamma[c]
+            for e in range(nnz):
+                wp.atomic_add(grad_model_out, c_dof[c, e], -wp.dot(c_J[c, e], change))
+            world_predicted_out[w] = 1
+            any_predicted_out[0] = 1
+        c_G_model_out[c] = G
 
 
 @wp.kernel
@@ -761,6 +773,7 @@ class SapSolver:
         self.world_constraint_count = zeros(nw, wp.int32)
         self.world_constraint_start = zeros(nw, wp.int32)
         self.world_fill = zeros(nw, wp.int32)
+        self.slots_per_thread = slots_per_thread(device)
         self.zero_dof_public = zeros(max(topology.dof_count, 1))
         self.model_constraints = False
         self.dof_mimic_leader = wp.full(max(topology.dof_count, 1), -1, dtype=wp.int32, device=device)
@@ -804,6 +817,7 @@ class SapSolver:
         for name, array in buffers.items():
             setattr(self, name, array)
         self.capacity = capacity
+        self.slot_threads = -(-n // self.slots_per_thread)  # launch size of the per-row kernels
 
     def setup_constraints(self, model, state, control, contacts, body_q, dof_S, A_rows, v0, tau, dt: float) -> None:
         """Constraint rows of this step: the contacts of ``contacts`` (may be None) in the first slots,
@@ -820,11 +834,12 @@ class SapSolver:
             dissipation = o.contact_dissipation_time if o.contact_dissipation_time is not None else -1.0
             wp.launch(
                 contact_rows,
-                dim=n_contacts,
+                dim=-(-n_contacts // self.slots_per_thread),
                 inputs=[
                     model.shape_body, model.shape_margin, model.shape_material_ke, model.shape_material_kd,
                     model.shape_material_mu, T.body_tree, T.body_world, T.body_last_dof, T.dof_parent, T.dof_body,
-                    T.dof_row_start, stiffness, dissipation, o.near_rigid_threshold, o.friction_regularization, dt,
+                    T.dof_row_start, self.slots_per_thread, n_contacts, stiffness, dissipation, o.near_rigid_threshold,
+                    o.friction_regularization, dt,
                     contacts.rigid_contact_count, contacts.rigid_contact_shape0, contacts.rigid_contact_shape1,
                     contacts.rigid_contact_point0, contacts.rigid_contact_point1, contacts.rigid_contact_normal,
                     contacts.rigid_contact_margin0, contacts.rigid_contact_margin1, body_q, dof_S, A_rows,
@@ -943,9 +958,10 @@ class SapSolver:
         self.world_cost.zero_()
         wp.launch(
             constraint_eval,
-            dim=self.c_world.shape[0],
-            inputs=[self.world_active, self.c_world, self.c_kind, self.c_R, self.c_vhat, self.c_param,
-                    self.c_nnz, self.c_dof, self.c_J, self.v],
+            dim=self.slot_threads,
+            inputs=[self.slots_per_thread, self.world_active,
+                    self.c_world, self.c_kind, self.c_R, self.c_vhat, self.c_param, self.c_nnz, self.c_dof, self.c_J,
+                    self.v],
             outputs=[self.c_vc, self.c_gamma, self.c_G, self.jtg, self.world_cost],
             device=dev,
         )  # fmt: skip
@@ -1013,8 +1029,9 @@ class SapSolver:
         self.any_predicted.zero_()
         wp.launch(
             predict_stiction,
-            dim=self.c_world.shape[0],
-            inputs=[self.world_active, self.world_plain_newton, self.c_world, self.c_kind, self.c_vc, self.c_gamma,
+            dim=self.slot_threads,
+            inputs=[self.slots_per_thread, self.world_active,
+                    self.world_plain_newton, self.c_world, self.c_kind, self.c_vc, self.c_gamma,
                     self.c_G, self.c_vhat, self.c_R, self.c_param, self.c_nnz, self.c_dof, self.c_J, self.dv],
             outputs=[self.c_G_model, self.grad_model, self.world_predicted, self.any_predicted],
             device=dev,
@@ -1056,9 +1073,10 @@ class SapSolver:
                       device=dev)  # fmt: skip
         wp.launch(
             hessian_assembly,
-            dim=self.c_world.shape[0],
+            dim=self.slot_threads,
             inputs=[T.world_dof_start, T.world_dense_offset, T.dof_tree, T.dof_dense_offset, T.dof_local,
-                    T.tree_dof_count, active, self.c_world, G, self.c_nnz, self.c_dof, self.c_J],
+                    T.tree_dof_count, self.slots_per_thread, active,
+                    self.c_world, G, self.c_nnz, self.c_dof, self.c_J],
             outputs=[self.H, self.P, self.pdiag],
             device=dev,
         )  # fmt: skip
