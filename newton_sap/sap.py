@@ -177,12 +177,15 @@ def count_constraints(
     c_world: wp.array(dtype=wp.int32),
     # outputs
     world_constraint_count_out: wp.array(dtype=wp.int32),
+    slot_used_out: wp.array(dtype=wp.int32),
 ):
-    """Constraints per world (contacts, drives, limits: every used slot)."""
+    """Constraints per world (contacts, drives, limits: every used slot); flags the used slots."""
     c = wp.tid()
     w = c_world[c]
+    slot_used_out[c] = 0
     if w >= 0:
         wp.atomic_add(world_constraint_count_out, w, 1)
+        slot_used_out[c] = 1
 
 
 @wp.kernel
@@ -190,16 +193,24 @@ def sort_constraints_by_world(
     # inputs
     c_world: wp.array(dtype=wp.int32),
     world_constraint_start: wp.array(dtype=wp.int32),
+    slot_used: wp.array(dtype=wp.int32),
+    slot_rank: wp.array(dtype=wp.int32),
     # outputs
     world_fill: wp.array(dtype=wp.int32),
     world_constraints_out: wp.array(dtype=wp.int32),
+    used_slots_out: wp.array(dtype=wp.int32),
+    used_count_out: wp.array(dtype=wp.int32),
 ):
-    """Bucket the used constraint slots by world (``world_constraint_start`` is the exclusive scan of
-    the per-world counts)."""
+    """Two lists of the used constraint slots: bucketed by world (``world_constraint_start`` is the
+    exclusive scan of the per-world counts; for per-world loops) and in slot order (``slot_rank`` is the
+    exclusive scan of ``slot_used``; for the per-row kernels), with its length."""
     c = wp.tid()
+    if c == slot_used.shape[0] - 1:
+        used_count_out[0] = slot_rank[c] + slot_used[c]
     w = c_world[c]
     if w < 0:
         return
+    used_slots_out[slot_rank[c]] = c
     k = wp.atomic_add(world_fill, w, 1)
     world_constraints_out[world_constraint_start[w] + k] = c
 
@@ -208,6 +219,8 @@ def sort_constraints_by_world(
 def constraint_eval(
     # inputs
     slots_per_thread: int,
+    used_count: wp.array(dtype=wp.int32),
+    used_slots: wp.array(dtype=wp.int32),
     world_active: wp.array(dtype=wp.int32),
     c_world: wp.array(dtype=wp.int32),
     c_kind: wp.array(dtype=wp.int32),
@@ -226,12 +239,11 @@ def constraint_eval(
     world_cost_out: wp.array(dtype=float),
 ):
     """Per constraint of an active world: ``v_c = J v``; ``γ, G, ℓ_c``; accumulates ``Jᵀγ`` and the
-    world's constraint cost. A thread takes a run of slots (:func:`thread_slots`)."""
-    begin, end = thread_slots(wp.tid(), slots_per_thread, c_world.shape[0])
-    for c in range(begin, end):
+    world's constraint cost. A thread takes a run of the used slots (:func:`thread_slots`)."""
+    begin, end = thread_slots(wp.tid(), slots_per_thread, used_count[0])
+    for k in range(begin, end):
+        c = used_slots[k]
         w = c_world[c]
-        if w < 0:
-            continue
         if world_active[w] == 0:
             continue
         nnz = c_nnz[c]
@@ -258,6 +270,8 @@ def hessian_assembly(
     tree_dof_count: wp.array(dtype=wp.int32),
     # inputs
     slots_per_thread: int,
+    used_count: wp.array(dtype=wp.int32),
+    used_slots: wp.array(dtype=wp.int32),
     world_active: wp.array(dtype=wp.int32),
     c_world: wp.array(dtype=wp.int32),
     c_G: wp.array(dtype=wp.mat33),
@@ -273,12 +287,11 @@ def hessian_assembly(
     (dense worlds) or, for PCG worlds, into the block preconditioner: the intra-tree part into dense
     tree blocks, the diagonal into the Jacobi diagonal of trees too large for a dense block. Only the
     lower triangles (row ≥ column) are accumulated: ``wp.tile_cholesky`` (fill mode "lower") reads
-    nothing else, so the upper triangles keep A's entries. A thread takes a run of slots."""
-    begin, end = thread_slots(wp.tid(), slots_per_thread, c_world.shape[0])
-    for c in range(begin, end):
+    nothing else, so the upper triangles keep A's entries. A thread takes a run of the used slots."""
+    begin, end = thread_slots(wp.tid(), slots_per_thread, used_count[0])
+    for k in range(begin, end):
+        c = used_slots[k]
         w = c_world[c]
-        if w < 0:
-            continue
         if world_active[w] == 0:
             continue
         G = c_G[c]
@@ -391,6 +404,8 @@ def count_iteration(iteration_count: wp.array(dtype=wp.int32)):
 def predict_stiction(
     # inputs
     slots_per_thread: int,
+    used_count: wp.array(dtype=wp.int32),
+    used_slots: wp.array(dtype=wp.int32),
     world_active: wp.array(dtype=wp.int32),
     world_plain_newton: wp.array(dtype=wp.int32),
     c_world: wp.array(dtype=wp.int32),
@@ -414,12 +429,11 @@ def predict_stiction(
     """Per constraint of an active world, along the Newton step ``Δv_c = J Δv``: the model used for the
     second direction. A row predicted to pass through stiction gets its linear branch (``γ̃ = R⁻¹(v̂ − v_c)``,
     ``G̃ = R⁻¹``): ``G_model = G̃`` and ``∇ℓ_model = ∇ℓ − Jᵀ(γ̃ − γ)``, and marks its world; other rows keep
-    ``G``. Worlds flagged in ``world_plain_newton`` predict nothing. A thread takes a run of slots."""
-    begin, end = thread_slots(wp.tid(), slots_per_thread, c_world.shape[0])
-    for c in range(begin, end):
+    ``G``. Worlds flagged in ``world_plain_newton`` predict nothing. A thread takes a run of the used slots."""
+    begin, end = thread_slots(wp.tid(), slots_per_thread, used_count[0])
+    for k in range(begin, end):
+        c = used_slots[k]
         w = c_world[c]
-        if w < 0:
-            continue
         if world_active[w] == 0:
             continue
         nnz = c_nnz[c]
@@ -773,6 +787,7 @@ class SapSolver:
         self.world_constraint_count = zeros(nw, wp.int32)
         self.world_constraint_start = zeros(nw, wp.int32)
         self.world_fill = zeros(nw, wp.int32)
+        self.used_count = zeros(1, wp.int32)  # used constraint slots in all worlds
         self.slots_per_thread = slots_per_thread(device)
         self.zero_dof_public = zeros(max(topology.dof_count, 1))
         self.model_constraints = False
@@ -812,6 +827,9 @@ class SapSolver:
             "c_G": zeros(n, wp.mat33),
             "c_G_model": zeros(n, wp.mat33),
             "world_constraints": zeros(n, wp.int32),
+            "slot_used": zeros(n, wp.int32),
+            "slot_rank": zeros(n, wp.int32),
+            "used_slots": zeros(n, wp.int32),
             "curved_rows": zeros(n, wp.int32),
         }
         for name, array in buffers.items():
@@ -884,15 +902,17 @@ class SapSolver:
         if n_contacts + n_joint + n_loop == 0:
             self.c_world.fill_(-1)
         self.world_constraint_count.zero_()
-        wp.launch(count_constraints, dim=self.capacity, inputs=[self.c_world], outputs=[self.world_constraint_count],
-                  device=dev)  # fmt: skip
+        wp.launch(count_constraints, dim=self.capacity, inputs=[self.c_world],
+                  outputs=[self.world_constraint_count, self.slot_used], device=dev)  # fmt: skip
         wp.utils.array_scan(self.world_constraint_count, self.world_constraint_start, inclusive=False)
+        wp.utils.array_scan(self.slot_used, self.slot_rank, inclusive=False)
         self.world_fill.zero_()
+        self.used_count.zero_()
         wp.launch(
             sort_constraints_by_world,
             dim=self.capacity,
-            inputs=[self.c_world, self.world_constraint_start],
-            outputs=[self.world_fill, self.world_constraints],
+            inputs=[self.c_world, self.world_constraint_start, self.slot_used, self.slot_rank],
+            outputs=[self.world_fill, self.world_constraints, self.used_slots, self.used_count],
             device=dev,
         )
 
@@ -959,7 +979,7 @@ class SapSolver:
         wp.launch(
             constraint_eval,
             dim=self.slot_threads,
-            inputs=[self.slots_per_thread, self.world_active,
+            inputs=[self.slots_per_thread, self.used_count, self.used_slots, self.world_active,
                     self.c_world, self.c_kind, self.c_R, self.c_vhat, self.c_param, self.c_nnz, self.c_dof, self.c_J,
                     self.v],
             outputs=[self.c_vc, self.c_gamma, self.c_G, self.jtg, self.world_cost],
@@ -1030,7 +1050,7 @@ class SapSolver:
         wp.launch(
             predict_stiction,
             dim=self.slot_threads,
-            inputs=[self.slots_per_thread, self.world_active,
+            inputs=[self.slots_per_thread, self.used_count, self.used_slots, self.world_active,
                     self.world_plain_newton, self.c_world, self.c_kind, self.c_vc, self.c_gamma,
                     self.c_G, self.c_vhat, self.c_R, self.c_param, self.c_nnz, self.c_dof, self.c_J, self.dv],
             outputs=[self.c_G_model, self.grad_model, self.world_predicted, self.any_predicted],
@@ -1075,7 +1095,7 @@ class SapSolver:
             hessian_assembly,
             dim=self.slot_threads,
             inputs=[T.world_dof_start, T.world_dense_offset, T.dof_tree, T.dof_dense_offset, T.dof_local,
-                    T.tree_dof_count, self.slots_per_thread, active,
+                    T.tree_dof_count, self.slots_per_thread, self.used_count, self.used_slots, active,
                     self.c_world, G, self.c_nnz, self.c_dof, self.c_J],
             outputs=[self.H, self.P, self.pdiag],
             device=dev,

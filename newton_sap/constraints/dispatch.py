@@ -15,12 +15,13 @@ from .joint_limit import joint_limit_impulse
 from .pd_drive import pd_drive_impulse
 
 SLOTS_PER_THREAD_CPU = 64
-"""Constraint slots per thread of the per-row kernels on the CPU (one on GPUs). Which slots are used is
-known only on the device, so those kernels cover every slot and skip the unused ones. On the CPU, Warp
-runs the threads one after the other and each costs its argument set (about 1 µs per 150 threads of a
-30-argument kernel) even when it has nothing to do, and Newton's contact buffer and the joint slots are
-mostly empty (a 1024-world quadruped: 26k used of 159k slots), so a thread loops over a run of slots
-instead, in slot order (the order the rows are stored in)."""
+"""Constraint slots per thread of the per-row kernels on the CPU (one on GPUs). How many rows are used is
+known only on the device, so those kernels are launched for the slot capacity and the threads past the
+end have nothing to do. On the CPU, Warp runs the threads one after the other and each costs its
+argument set (about 1 µs per 150 threads of a 30-argument kernel) even when it returns at once, and most
+slots are empty (Newton's contact buffer and the joint slots of a 1024-world quadruped: 26k used of
+159k), so a thread takes a run of slots instead: of the contact slots when the contact rows are built,
+of the list of used slots (in slot order, the order the rows are stored in) afterwards."""
 
 
 def slots_per_thread(device) -> int:
@@ -30,7 +31,8 @@ def slots_per_thread(device) -> int:
 
 @wp.func
 def thread_slots(t: int, slots_per_thread: int, slot_count: int):
-    """Constraint slots ``[begin, end)`` of thread t of a per-row kernel (see :data:`SLOTS_PER_THREAD_CPU`)."""
+    """Entries ``[begin, end)`` of a list of ``slot_count`` slots taken by thread t of a per-row kernel (see
+    :data:`SLOTS_PER_THREAD_CPU`)."""
     begin = t * slots_per_thread
     return begin, wp.min(begin + slots_per_thread, slot_count)
 
