@@ -33,11 +33,13 @@ class SapOptions:
             default: the β = 0.1 clamp decides); None uses Newton's ``joint_limit_ke``.
         joint_limit_dissipation_time: Dissipation time τ_d [s] of joint limits when
             ``joint_limit_stiffness`` is given; negative means one time step (Drake's choice).
-        dense_max_dofs: Trees up to this many dofs factor their mass matrix densely (tiles), larger
-            ones with the level-parallel sparse LDLᵀ.
-        dense_world_max_dofs: Worlds up to this many dofs solve each Newton system with a dense tile
-            Cholesky of ``H = A + JᵀGJ``; larger worlds use conjugate gradients preconditioned by the
-            per-tree blocks of H.
+        dense_max_dofs: Trees up to this many dofs have dense blocks: on GPUs their mass matrix is
+            factored densely (tiles), and PCG preconditions with these blocks. Larger trees, and on the
+            CPU every tree, factor by the level-parallel tree LDLᵀ (``factorization.py``).
+        dense_world_max_dofs: Worlds up to this many dofs solve each Newton system exactly: by a dense
+            tile Cholesky of ``H = A + JᵀGJ``, or on the CPU, in a world whose constraints each act
+            along one chain (a robot on static ground), by the tree LDLᵀ of H. Larger worlds use
+            conjugate gradients preconditioned by the per-tree blocks of H.
         raise_on_nonconvergence: Raise ``RuntimeError`` after a step in which a world did not
             converge, instead of flagging it in ``stats``.
         stiction_prediction: Model sliding contacts that a Newton step takes through stiction by

@@ -16,7 +16,10 @@ Each Newton iteration (all worlds at once; a converged world stops):
 2. ``gradient`` and ``check_convergence``: ``‖D ∇ℓ‖ ≤ ε_a + ε_r max(‖D A v‖, ‖D Jᵀγ‖)`` with
    ``D = diag(A)^-½``, or the cost criterion of the last line search.
 3. ``hessian_assembly`` (worlds still iterating): ``H = A + Jᵀ G J``; ``Δv = −H⁻¹ ∇ℓ`` by a dense tile
-   Cholesky per world size, or by block-preconditioned CG in large worlds (``pcg.py``).
+   Cholesky per world size, or by block-preconditioned CG in large worlds (``pcg.py``). On the CPU, a
+   world whose constraints each act along one chain of one tree (a robot on static ground: no
+   self-collision, no contact between trees; ``flag_coupling_constraints``) has an H with A's sparsity
+   and is solved by the tree LDLᵀ of ``factorization.py`` instead of the dense Cholesky.
    Stiction prediction (``predict_stiction``): sliding contacts whose slip this step reverses (or ends
    inside the cone) are modelled by their stiction branch, ``γ̃ = R⁻¹(v̂ − v_c)``, ``G̃ = R⁻¹``; in the worlds
    with such contacts the direction is solved again with that model's gradient and Hessian and kept when
@@ -48,7 +51,7 @@ from .constraints.dispatch import (
     thread_slots,
 )
 from .contact_constraints import contact_rows
-from .factorization import sparse_matvec
+from .factorization import solve_tree_systems, sparse_matvec, uses_tree_ldlt
 from .joint_constraints import SLOTS_PER_DOF, joint_constraint_rows
 from .loop_constraints import loop_rows
 from .pcg import CG_LOOSEST_TOLERANCE, CG_MODEL_LOOSEST_TOLERANCE, precond_diag_init, tree_factor_kernel, world_pcg
@@ -216,6 +219,49 @@ def sort_constraints_by_world(
 
 
 @wp.kernel
+def flag_coupling_constraints(
+    # model
+    dof_parent: wp.array(dtype=wp.int32),
+    dof_depth: wp.array(dtype=wp.int32),
+    # inputs
+    slots_per_thread: int,
+    used_count: wp.array(dtype=wp.int32),
+    used_slots: wp.array(dtype=wp.int32),
+    c_world: wp.array(dtype=wp.int32),
+    c_nnz: wp.array(dtype=wp.int32),
+    c_dof: wp.array2d(dtype=wp.int32),
+    # outputs (world_tree_local: set beforehand, cleared here)
+    world_tree_local_out: wp.array(dtype=wp.int32),
+):
+    """Clears ``world_tree_local`` for the world of a constraint whose dofs do not all lie on one chain of
+    one tree (a contact between two trees or two branches, a loop closure, a mimic coupling of two
+    branches): its ``Jᵀ G J`` couples dofs that are not ancestor and descendant, outside A's sparsity.
+
+    A constraint's entries are at most two chain walks (each dof followed by its parent, see
+    ``jacobian.py``; joint rows have one or two single dofs): it is chain-local when it has one walk, or
+    when the start of the second lies on the chain of the first's start, or the reverse."""
+    begin, end = thread_slots(wp.tid(), slots_per_thread, used_count[0])
+    for k in range(begin, end):
+        c = used_slots[k]
+        nnz = c_nnz[c]
+        second = int(-1)  # entry where the second walk starts
+        for e in range(1, nnz):
+            if second < 0 and c_dof[c, e] != dof_parent[c_dof[c, e - 1]]:
+                second = e
+        if second < 0:
+            continue
+        x = c_dof[c, 0]
+        y = c_dof[c, second]
+        if dof_depth[y] > dof_depth[x]:
+            x = c_dof[c, second]
+            y = c_dof[c, 0]
+        while x >= 0 and dof_depth[x] > dof_depth[y]:
+            x = dof_parent[x]
+        if x != y:
+            world_tree_local_out[c_world[c]] = 0
+
+
+@wp.kernel
 def constraint_eval(
     # inputs
     slots_per_thread: int,
@@ -268,11 +314,14 @@ def hessian_assembly(
     dof_dense_offset: wp.array(dtype=wp.int32),
     dof_local: wp.array(dtype=wp.int32),
     tree_dof_count: wp.array(dtype=wp.int32),
+    dof_depth: wp.array(dtype=wp.int32),
+    dof_row_start: wp.array(dtype=wp.int32),
     # inputs
     slots_per_thread: int,
     used_count: wp.array(dtype=wp.int32),
     used_slots: wp.array(dtype=wp.int32),
     world_active: wp.array(dtype=wp.int32),
+    world_tree_local: wp.array(dtype=wp.int32),
     c_world: wp.array(dtype=wp.int32),
     c_G: wp.array(dtype=wp.mat33),
     c_nnz: wp.array(dtype=wp.int32),
@@ -280,14 +329,17 @@ def hessian_assembly(
     c_J: wp.array2d(dtype=wp.vec3),
     # outputs (accumulated)
     H_out: wp.array(dtype=float),
+    H_rows_out: wp.array(dtype=float),
     P_out: wp.array(dtype=float),
     pdiag_out: wp.array(dtype=float),
 ):
-    """``Jᵀ G J`` of each constraint of a world that still iterates: into the world's dense Hessian
-    (dense worlds) or, for PCG worlds, into the block preconditioner: the intra-tree part into dense
-    tree blocks, the diagonal into the Jacobi diagonal of trees too large for a dense block. Only the
-    lower triangles (row ≥ column) are accumulated: ``wp.tile_cholesky`` (fill mode "lower") reads
-    nothing else, so the upper triangles keep A's entries. A thread takes a run of the used slots."""
+    """``Jᵀ G J`` of each constraint of a world that still iterates: into the sparse rows of H (A's layout:
+    the deeper dof's row, at the ancestor's column) in worlds flagged ``world_tree_local``, into the
+    world's dense Hessian in the other dense worlds, or, for PCG worlds, into the block preconditioner:
+    the intra-tree part into dense tree blocks, the diagonal into the Jacobi diagonal of trees too large
+    for a dense block. Only the lower triangles (row ≥ column) are accumulated: ``wp.tile_cholesky`` (fill
+    mode "lower") reads nothing else, so the upper triangles keep A's entries. A thread takes a run of
+    the used slots."""
     begin, end = thread_slots(wp.tid(), slots_per_thread, used_count[0])
     for k in range(begin, end):
         c = used_slots[k]
@@ -298,6 +350,19 @@ def hessian_assembly(
         if wp.ddot(G, G) == 0.0:
             continue  # no curvature (separated contact, inactive limit, saturated drive): nothing to add
         nnz = c_nnz[c]
+        if world_tree_local[w] == 1:
+            # dofs on one chain: entry pairs (row e, column f) with f an ancestor of e or the same dof go
+            # to the deeper dof's row of H (A's layout)
+            for e in range(nnz):
+                de = c_dof[c, e]
+                row = dof_row_start[de] + dof_depth[de]
+                depth_e = dof_depth[de]
+                GJe = G * c_J[c, e]
+                for f in range(nnz):
+                    depth_f = dof_depth[c_dof[c, f]]
+                    if depth_f <= depth_e:
+                        wp.atomic_add(H_rows_out, row - depth_f, wp.dot(c_J[c, f], GJe))
+            continue
         s = world_dof_start[w]
         n = world_dof_start[w + 1] - s
         off = world_dense_offset[w]
@@ -494,7 +559,8 @@ def adopt_model_direction(
 
 @functools.cache
 def newton_direction_kernel(n: int):
-    """Tile kernel for worlds of ``n`` dofs: ``Δv = −H⁻¹ ∇ℓ`` by a dense Cholesky of H."""
+    """Tile kernel for worlds of ``n`` dofs: ``Δv = −H⁻¹ ∇ℓ`` by a dense Cholesky of H (worlds not solved by
+    the tree LDLᵀ)."""
 
     @wp.kernel(module="unique", module_options={"enable_backward": False})
     def newton_direction(
@@ -503,13 +569,15 @@ def newton_direction_kernel(n: int):
         bucket_dof_start: wp.array(dtype=wp.int32),
         # inputs
         world_active: wp.array(dtype=wp.int32),
+        world_tree_local: wp.array(dtype=wp.int32),
         H_blocks: wp.array3d(dtype=float),
         grad: wp.array(dtype=float),
         # outputs
         dv_out: wp.array(dtype=float),
     ):
         t = wp.tid()
-        if world_active[bucket_worlds[t]] == 0:
+        w = bucket_worlds[t]
+        if world_active[w] == 0 or world_tree_local[w] == 1:
             return
         start = bucket_dof_start[t]
         H = wp.tile_load(H_blocks[t], shape=(n, n))
@@ -762,6 +830,14 @@ class SapSolver:
         self.A_world = zeros(max(topology.world_dense_size, 1))
         self.H = zeros(max(topology.world_dense_size, 1))
         self.H_views = bucket_views(self.H, topology.world_buckets, topology.world_bucket_offset)
+        # tree LDLᵀ of H in worlds whose constraints each act along one chain (see the module doc)
+        self.tree_ldlt = uses_tree_ldlt(device) and topology.dof_count > 0
+        nnz = max(topology.sparse_nnz, 1)
+        self.H_rows, self.ldlt_factor = zeros(nnz), zeros(nnz)
+        self.ldlt_y, self.ldlt_x, self.zero_dof = zeros(ndof), zeros(ndof), zeros(ndof)
+        tree_local = (1 - topology.world_uses_pcg) * int(self.tree_ldlt) if topology.world_count else np.zeros(0)
+        self.world_tree_local_default = wp.array(tree_local, dtype=wp.int32, device=device)
+        self.world_tree_local = zeros(nw, wp.int32)
         self.bucket_dof_start = {
             n: wp.array(topology.world_dof_start[worlds], dtype=wp.int32, device=device)
             for n, worlds in topology.world_buckets.items()
@@ -915,6 +991,16 @@ class SapSolver:
             outputs=[self.world_fill, self.world_constraints, self.used_slots, self.used_count],
             device=dev,
         )
+        if self.tree_ldlt:
+            wp.copy(self.world_tree_local, self.world_tree_local_default)
+            wp.launch(
+                flag_coupling_constraints,
+                dim=self.slot_threads,
+                inputs=[T.dof_parent, T.dof_depth, self.slots_per_thread, self.used_count, self.used_slots,
+                        self.c_world, self.c_nnz, self.c_dof],
+                outputs=[self.world_tree_local],
+                device=dev,
+            )  # fmt: skip
 
     def _matvec(self, A_rows, x, y) -> None:
         """``y = A x`` (sparse rows)."""
@@ -1082,11 +1168,14 @@ class SapSolver:
 
     def _solve_direction(self, A_rows, tree_blocks, active, G, grad, dv, loosest_tolerance: float, forcing) -> None:
         """``dv = −(A + Jᵀ G J)⁻¹ grad`` in the worlds flagged in ``active``: a dense tile Cholesky per world
-        size, PCG for the large worlds (preconditioner blocks from ``tree_blocks``, the dense A blocks of the
-        trees; CG's forcing terms, at most ``loosest_tolerance``, go into ``forcing``)."""
+        size or the tree LDLᵀ (worlds flagged ``world_tree_local``), PCG for the large worlds
+        (preconditioner blocks from ``tree_blocks``, the dense A blocks of the trees; CG's forcing terms, at
+        most ``loosest_tolerance``, go into ``forcing``)."""
         T, topo, dev = self.T, self.topo, self.device
         ndof = topo.dof_count
         wp.copy(self.H, self.A_world)
+        if self.tree_ldlt:
+            wp.copy(self.H_rows, A_rows)
         if self.uses_pcg:
             wp.copy(self.P, tree_blocks)
             wp.launch(precond_diag_init, dim=ndof, inputs=[T.dof_row_start, A_rows], outputs=[self.pdiag],
@@ -1095,20 +1184,26 @@ class SapSolver:
             hessian_assembly,
             dim=self.slot_threads,
             inputs=[T.world_dof_start, T.world_dense_offset, T.dof_tree, T.dof_dense_offset, T.dof_local,
-                    T.tree_dof_count, self.slots_per_thread, self.used_count, self.used_slots, active,
-                    self.c_world, G, self.c_nnz, self.c_dof, self.c_J],
-            outputs=[self.H, self.P, self.pdiag],
+                    T.tree_dof_count, T.dof_depth, T.dof_row_start, self.slots_per_thread, self.used_count,
+                    self.used_slots, active, self.world_tree_local, self.c_world, G, self.c_nnz, self.c_dof,
+                    self.c_J],
+            outputs=[self.H, self.H_rows, self.P, self.pdiag],
             device=dev,
         )  # fmt: skip
         for n, view in self.H_views.items():
             wp.launch_tiled(
                 newton_direction_kernel(n),
                 dim=view.shape[0],
-                inputs=[T.world_buckets[n], self.bucket_dof_start[n], active, view, grad],
+                inputs=[T.world_buckets[n], self.bucket_dof_start[n], active, self.world_tree_local, view, grad],
                 outputs=[dv],
                 block_dim=64 if dev.is_cpu else 128,
                 device=dev,
             )
+        if self.tree_ldlt:
+            solve_tree_systems(
+                T.dof_levels, T, active, self.world_tree_local, self.H_rows, grad, -1.0, self.zero_dof,
+                self.ldlt_factor, self.ldlt_y, self.ldlt_x, dv, dev,
+            )  # fmt: skip
         if self.uses_pcg:
             self._conjugate_gradients(A_rows, active, G, grad, dv, loosest_tolerance, forcing)
 

@@ -112,6 +112,8 @@ class SolverSAP(newton.solvers.SolverBase):
         }
         self._tree_ref = zeros(max(topo.tree_count, 1), wp.vec3)
         self._world_failed = zeros(topo.world_count, wp.int32)
+        self._tree_ldlt = factorization.uses_tree_ldlt(device)  # every tree by the tree LDLᵀ (CPU)
+        self._all_worlds = wp.full(max(topo.world_count, 1), 1, dtype=wp.int32, device=device)  # a mask: every world
         self._contact_buffer_full = zeros(1, wp.int32)
         self._zero_joint_f = zeros(max(model.joint_dof_count, 1))
         self._zero_body_f = zeros(nb, wp.spatial_vector)
@@ -271,37 +273,27 @@ class SolverSAP(newton.solvers.SolverBase):
         )  # fmt: skip
 
     def _free_motion(self, dt: float) -> None:
-        """``v* = v0 + Δt A⁻¹ τ`` per tree (dense buckets, then sparse levels)."""
+        """``v* = v0 + Δt A⁻¹ τ`` per tree (dense buckets, then the sparse levels; on the CPU every tree
+        by the tree LDLᵀ, see ``factorization.TREE_LDLT_ON_CPU``)."""
         T, device = self._topo, self.model.device
-        for n, view in self._dense_views.items():
-            wp.launch_tiled(
-                factorization.dense_free_motion_kernel(n),
-                dim=view.shape[0],
-                inputs=[self._bucket_dof_start[n], dt, view, self._tau, self._v0],
-                outputs=[self._v_star],
-                block_dim=64 if device.is_cpu else 128,
-                device=device,
-            )
-        if not T.sparse_dof_levels:
-            return
-        wp.copy(self._factor, self._rows)
-        wp.copy(self._y, self._tau)
-        for level in reversed(T.sparse_dof_levels):
-            wp.launch(
-                factorization.sparse_factor_level,
-                dim=level.shape[0],
-                inputs=[level, T.dof_parent, T.dof_depth, T.dof_row_start],
-                outputs=[self._factor, self._y],
-                device=device,
-            )
-        for level in T.sparse_dof_levels:
-            wp.launch(
-                factorization.sparse_solve_level,
-                dim=level.shape[0],
-                inputs=[level, T.dof_parent, T.dof_depth, T.dof_row_start, dt, self._factor, self._y, self._v0],
-                outputs=[self._x, self._v_star],
-                device=device,
-            )
+        levels = T.sparse_dof_levels
+        if self._tree_ldlt:
+            levels = T.dof_levels
+        else:
+            for n, view in self._dense_views.items():
+                wp.launch_tiled(
+                    factorization.dense_free_motion_kernel(n),
+                    dim=view.shape[0],
+                    inputs=[self._bucket_dof_start[n], dt, view, self._tau, self._v0],
+                    outputs=[self._v_star],
+                    block_dim=64 if device.is_cpu else 128,
+                    device=device,
+                )
+        if levels:
+            factorization.solve_tree_systems(
+                levels, T, self._all_worlds, self._all_worlds, self._rows, self._tau, dt, self._v0, self._factor,
+                self._y, self._x, self._v_star, device,
+            )  # fmt: skip
 
     def _flag_failed_worlds(self, v) -> None:
         self._world_failed.zero_()

@@ -111,8 +111,9 @@ class Topology:
     dense_buckets: dict[int, np.ndarray] = field(default_factory=dict)  # size n -> tree ids
     dense_bucket_offset: dict[int, int] = field(default_factory=dict)  # size n -> offset in dense storage
     dense_size: int = 0
-    # sparse path: dofs of sparse trees grouped by chain depth
+    # sparse path: dofs of sparse trees grouped by chain depth, and all dofs so grouped
     sparse_dof_levels: list[np.ndarray] = field(default_factory=list)
+    dof_levels: list[np.ndarray] = field(default_factory=list)
     # SAP: dense per-world matrices grouped by world size
     world_buckets: dict[int, np.ndarray] = field(default_factory=dict)  # size n -> world ids
     world_bucket_offset: dict[int, int] = field(default_factory=dict)  # size n -> offset in world storage
@@ -298,6 +299,7 @@ def build_topology(model: newton.Model, dense_max_dofs: int = 64, dense_world_ma
     max_depth = int(dof_depth_a.max()) if ndof else -1
     sparse_dof_levels = [np.nonzero(sparse_mask & (dof_depth_a == d))[0].astype(np.int32) for d in range(max_depth + 1)]
     sparse_dof_levels = [lvl for lvl in sparse_dof_levels if len(lvl)] if sparse_mask.any() else []
+    dof_levels = [np.nonzero(dof_depth_a == d)[0].astype(np.int32) for d in range(max_depth + 1)]
 
     world_dof_start = np.zeros(world_count + 1, np.int32)
     for t in range(len(tree_roots)):
@@ -379,6 +381,7 @@ def build_topology(model: newton.Model, dense_max_dofs: int = 64, dense_world_ma
         dense_bucket_offset=dense_bucket_offset,
         dense_size=offset,
         sparse_dof_levels=sparse_dof_levels,
+        dof_levels=dof_levels,
         dof_world=tree_world[dof_tree_a] if ndof else np.zeros(0, np.int32),
         body_last_dof=last_dof_of_body.astype(np.int32),
         max_chain=int(dof_depth_a.max()) + 1 if ndof else 0,
@@ -454,6 +457,7 @@ class DeviceTopology:
     arrays: dict[str, wp.array]
     body_levels: list[wp.array]
     sparse_dof_levels: list[wp.array]
+    dof_levels: list[wp.array]
     dense_buckets: dict[int, wp.array]
     world_buckets: dict[int, wp.array]
 
@@ -488,6 +492,7 @@ def to_device(topo: Topology, device) -> DeviceTopology:
         arrays=arrays,
         body_levels=[wp.array(lvl, dtype=wp.int32, device=device) for lvl in topo.body_levels],
         sparse_dof_levels=[wp.array(lvl, dtype=wp.int32, device=device) for lvl in topo.sparse_dof_levels],
+        dof_levels=[wp.array(lvl, dtype=wp.int32, device=device) for lvl in topo.dof_levels],
         dense_buckets={n: wp.array(t, dtype=wp.int32, device=device) for n, t in topo.dense_buckets.items()},
         world_buckets={n: wp.array(w, dtype=wp.int32, device=device) for n, w in topo.world_buckets.items()},
     )

@@ -1,0 +1,84 @@
+"""The tree LDLᵀ path of the CPU (``factorization.TREE_LDLT_ON_CPU``): free motion of every tree, and the
+Newton directions of worlds whose constraints each act along one chain, solved by the no-fill
+factorization of ``H = A + Jᵀ G J`` in A's sparse layout. Both give the dense tile Cholesky's answers, and
+worlds with constraints between trees keep the dense path."""
+
+import newton
+import numpy as np
+import pytest
+import warp as wp
+
+import newton_sap
+from newton_sap import factorization
+from newton_sap.examples import scenes
+
+
+def solver(model, monkeypatch, tree_ldlt: bool):
+    monkeypatch.setattr(factorization, "TREE_LDLT_ON_CPU", tree_ldlt)
+    return newton_sap.SolverSAP(model)
+
+
+def box_worlds() -> newton.Model:
+    """World 0: one free box on the ground (its contacts act along one chain). World 1: two stacked boxes
+    (their contacts couple two trees)."""
+    scene = newton.ModelBuilder()
+    for boxes in (1, 2):
+        b = newton.ModelBuilder()
+        for k in range(boxes):
+            body = b.add_body(xform=wp.transform((0.0, 0.0, 0.1 + 0.2 * k), wp.quat_identity()))
+            b.add_shape_box(body, hx=0.1, hy=0.1, hz=0.1)
+        scene.add_world(b)
+    scene.add_ground_plane()
+    return scene.finalize()
+
+
+def test_worlds_with_constraints_between_trees_keep_the_dense_path(monkeypatch):
+    model = box_worlds()
+    sap = solver(model, monkeypatch, True)
+    pipeline = newton.CollisionPipeline(model)
+    contacts = pipeline.contacts()
+    s0, s1 = model.state(), model.state()
+    pipeline.collide(s0, contacts)
+    sap.step(s0, s1, None, contacts, 0.01)
+    assert (sap.stats.num_contacts > 0).all()
+    assert sap._sap.world_tree_local.numpy().tolist() == [1, 0]
+    dense = solver(model, monkeypatch, False)
+    dense.step(s0, s1, None, contacts, 0.01)
+    assert dense._sap.world_tree_local.numpy().tolist() == [0, 0]
+
+
+@pytest.mark.parametrize("name", ["humanoid", "quadruped"])
+def test_tree_ldlt_steps_match_the_dense_cholesky(monkeypatch, name):
+    """Along one trajectory (falling, landing, standing), each step taken by both paths from the same state
+    agrees to float32 round-off of the direction, with the same Newton iterations (up to the stopping
+    test's round-off)."""
+    scene = scenes.SCENES[name]
+    model = scene.build(2)
+    tree, dense = solver(model, monkeypatch, True), solver(model, monkeypatch, False)
+    pipeline = newton.CollisionPipeline(model)
+    contacts = pipeline.contacts()
+    control = model.control()
+    if scene.targets is not None:
+        control.joint_target_q.assign(scene.targets(model, 0.0))  # PD drives (the quadruped's stance)
+    state, out_tree, out_dense = model.state(), model.state(), model.state()
+    newton.eval_fk(model, state.joint_q, state.joint_qd, state)
+    tree_local_steps = 0
+    iterations = np.zeros(2)
+    for _ in range(60):
+        pipeline.collide(state, contacts)
+        tree.step(state, out_tree, control, contacts, scene.dt)
+        dense.step(state, out_dense, control, contacts, scene.dt)
+        qd_tree, qd_dense = out_tree.joint_qd.numpy(), out_dense.joint_qd.numpy()
+        scale = 1.0 + np.abs(qd_dense).max()
+        assert np.abs(qd_tree - qd_dense).max() < 2e-4 * scale
+        assert np.abs(out_tree.joint_q.numpy() - out_dense.joint_q.numpy()).max() < 2e-6 * scale
+        # the stopping test may fall on either side of its tolerance by round-off: at most one iteration apart
+        assert np.abs(tree.stats.iterations - dense.stats.iterations).max() <= 1
+        iterations += np.array([tree.stats.iterations.sum(), dense.stats.iterations.sum()])
+        assert tree.stats.converged.all()
+        if (tree.stats.num_contacts > 0).any() and (tree.stats.iterations > 0).any():
+            assert tree._sap.world_tree_local.numpy().all() and not dense._sap.world_tree_local.numpy().any()
+            tree_local_steps += 1
+        state, out_tree = out_tree, state
+    assert tree_local_steps > 10  # the robots touched the ground and Newton iterated on the tree path
+    assert abs(iterations[0] - iterations[1]) <= 0.05 * iterations[1]
