@@ -350,6 +350,15 @@ def hessian_assembly(
         if wp.ddot(G, G) == 0.0:
             continue  # no curvature (separated contact, inactive limit, saturated drive): nothing to add
         nnz = c_nnz[c]
+        if world_tree_local[w] == 1 and nnz == dof_depth[c_dof[c, 0]] + 1:
+            # one chain walk from a dof to its root (a contact with static geometry): entry f ≥ e is the
+            # (f − e)-th ancestor of entry e, at offset f − e of e's row of H (A's layout)
+            for e in range(nnz):
+                row = dof_row_start[c_dof[c, e]] - e
+                GJe = G * c_J[c, e]
+                for f in range(e, nnz):
+                    wp.atomic_add(H_rows_out, row + f, wp.dot(c_J[c, f], GJe))
+            continue
         if world_tree_local[w] == 1:
             # dofs on one chain: entry pairs (row e, column f) with f an ancestor of e or the same dof go
             # to the deeper dof's row of H (A's layout)
