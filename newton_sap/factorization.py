@@ -27,6 +27,13 @@ worlds took 2.5 instead of 6.6 ms (humanoid, 27 dofs), 0.94 instead of 2.0 ms (a
 1.5 ms (5 free boxes), kernel launches included. GPUs keep the tiles (not yet measured there)."""
 
 
+TREE_THREADS_ON_CPU = True
+"""On the CPU the tree LDLᵀ runs one thread per tree (:func:`tree_solve`: one launch per solve), on GPUs level by
+level (parallel over the dofs of a depth: two launches per depth, 30 per solve for a humanoid). Launched one
+by one, those launches cost about 20 µs each on the CPU: a 1-world quadruped step took 7.7 ms with levels
+against 2.4 ms before the tree LDLᵀ."""
+
+
 def uses_tree_ldlt(device) -> bool:
     """Whether trees of at most ``dense_max_dofs`` dofs factor by the tree LDLᵀ on ``device``."""
     return TREE_LDLT_ON_CPU and wp.get_device(device).is_cpu
@@ -60,29 +67,18 @@ def dense_free_motion_kernel(n: int):
     return dense_free_motion
 
 
-@wp.kernel
-def sparse_factor_level(
-    # model
-    level_dofs: wp.array(dtype=wp.int32),
+@wp.func
+def eliminate_dof(
+    k: int,
     dof_parent: wp.array(dtype=wp.int32),
     dof_depth: wp.array(dtype=wp.int32),
     dof_row_start: wp.array(dtype=wp.int32),
-    dof_world: wp.array(dtype=wp.int32),
-    # inputs
-    world_active: wp.array(dtype=wp.int32),
-    world_selected: wp.array(dtype=wp.int32),
-    # outputs (factored in place)
     factor: wp.array(dtype=float),
     y: wp.array(dtype=float),
 ):
     """Eliminate dof k (all its descendants are done): for each chain ancestor i,
     ``L_ki = H_ki / D_k``, ``H_ij −= L_ki H_kj`` for j on i's chain, and ``y_i −= L_ki y_k``
-    (``Lᵀ y = b``). ``D_k = H_kk`` stays on the diagonal, ``L_ki`` replaces ``H_ki``. Only dofs of worlds
-    flagged in both ``world_active`` and ``world_selected``."""
-    k = level_dofs[wp.tid()]
-    w = dof_world[k]
-    if world_active[w] == 0 or world_selected[w] == 0:
-        return
+    (``Lᵀ y = b``). ``D_k = H_kk`` stays on the diagonal, ``L_ki`` replaces ``H_ki``."""
     dk = dof_depth[k]
     rk = dof_row_start[k]
     Dk = factor[rk]
@@ -100,6 +96,56 @@ def sparse_factor_level(
         wp.atomic_sub(y, i, a * yk)
         factor[rk + dk - di] = a
         i = dof_parent[i]
+
+
+@wp.func
+def substitute_dof(
+    k: int,
+    dof_parent: wp.array(dtype=wp.int32),
+    dof_depth: wp.array(dtype=wp.int32),
+    dof_row_start: wp.array(dtype=wp.int32),
+    scale: float,
+    factor: wp.array(dtype=float),
+    y: wp.array(dtype=float),
+    base: wp.array(dtype=float),
+    x: wp.array(dtype=float),
+    out: wp.array(dtype=float),
+):
+    """Dof k after its chain ancestors: ``x_k = y_k / D_k − Σ_{i ∈ chain(k)} L_ki x_i`` and
+    ``out_k = base_k + scale · x_k`` (free motion: ``v* = v0 + Δt x``)."""
+    dk = dof_depth[k]
+    rk = dof_row_start[k]
+    xk = y[k] / factor[rk]
+    i = dof_parent[k]
+    while i >= 0:
+        xk -= factor[rk + dk - dof_depth[i]] * x[i]
+        i = dof_parent[i]
+    x[k] = xk
+    out[k] = base[k] + scale * xk
+
+
+@wp.kernel
+def sparse_factor_level(
+    # model
+    level_dofs: wp.array(dtype=wp.int32),
+    dof_parent: wp.array(dtype=wp.int32),
+    dof_depth: wp.array(dtype=wp.int32),
+    dof_row_start: wp.array(dtype=wp.int32),
+    dof_world: wp.array(dtype=wp.int32),
+    # inputs
+    world_active: wp.array(dtype=wp.int32),
+    world_selected: wp.array(dtype=wp.int32),
+    # outputs (factored in place)
+    factor: wp.array(dtype=float),
+    y: wp.array(dtype=float),
+):
+    """:func:`eliminate_dof` for the dofs of one depth (deepest level first), one thread each, in the worlds
+    flagged in both ``world_active`` and ``world_selected``."""
+    k = level_dofs[wp.tid()]
+    w = dof_world[k]
+    if world_active[w] == 0 or world_selected[w] == 0:
+        return
+    eliminate_dof(k, dof_parent, dof_depth, dof_row_start, factor, y)
 
 
 @wp.kernel
@@ -121,21 +167,49 @@ def sparse_solve_level(
     x: wp.array(dtype=float),
     out: wp.array(dtype=float),
 ):
-    """Root first: ``x_k = y_k / D_k − Σ_{i ∈ chain(k)} L_ki x_i`` and ``out_k = base_k + scale · x_k``
-    (free motion: ``v* = v0 + Δt x``), in the worlds flagged in both masks."""
+    """:func:`substitute_dof` for the dofs of one depth (root level first), one thread each, in the worlds
+    flagged in both masks."""
     k = level_dofs[wp.tid()]
     w = dof_world[k]
     if world_active[w] == 0 or world_selected[w] == 0:
         return
-    dk = dof_depth[k]
-    rk = dof_row_start[k]
-    xk = y[k] / factor[rk]
-    i = dof_parent[k]
-    while i >= 0:
-        xk -= factor[rk + dk - dof_depth[i]] * x[i]
-        i = dof_parent[i]
-    x[k] = xk
-    out[k] = base[k] + scale * xk
+    substitute_dof(k, dof_parent, dof_depth, dof_row_start, scale, factor, y, base, x, out)
+
+
+@wp.kernel
+def tree_solve(
+    # model
+    trees: wp.array(dtype=wp.int32),
+    tree_dof_start: wp.array(dtype=wp.int32),
+    tree_dof_count: wp.array(dtype=wp.int32),
+    tree_world: wp.array(dtype=wp.int32),
+    dof_parent: wp.array(dtype=wp.int32),
+    dof_depth: wp.array(dtype=wp.int32),
+    dof_row_start: wp.array(dtype=wp.int32),
+    # inputs
+    world_active: wp.array(dtype=wp.int32),
+    world_selected: wp.array(dtype=wp.int32),
+    scale: float,
+    base: wp.array(dtype=float),
+    # outputs (factor and y: factored and reduced in place)
+    factor: wp.array(dtype=float),
+    y: wp.array(dtype=float),
+    x: wp.array(dtype=float),
+    out: wp.array(dtype=float),
+):
+    """One thread per tree (the CPU's form, one launch for the whole solve): :func:`eliminate_dof` from the
+    tree's last dof to its first, then :func:`substitute_dof` from the first (a dof's ancestors have
+    smaller indices, ``topology.py``), for the listed trees of the worlds flagged in both masks."""
+    t = trees[wp.tid()]
+    w = tree_world[t]
+    if world_active[w] == 0 or world_selected[w] == 0:
+        return
+    s = tree_dof_start[t]
+    n = tree_dof_count[t]
+    for i in range(n):
+        eliminate_dof(s + n - 1 - i, dof_parent, dof_depth, dof_row_start, factor, y)
+    for i in range(n):
+        substitute_dof(s + i, dof_parent, dof_depth, dof_row_start, scale, factor, y, base, x, out)
 
 
 @wp.kernel
@@ -166,13 +240,25 @@ def sparse_matvec(
 
 
 def solve_tree_systems(
-    levels, T, world_active, world_selected, rows, rhs, scale, base, factor, y, x, out, device
+    trees, levels, T, world_active, world_selected, rows, rhs, scale, base, factor, y, x, out, device
 ) -> None:
-    """``out = base + scale · M⁻¹ rhs`` per tree, for the dofs in ``levels`` (lists of dofs by depth) of the
-    worlds flagged in both ``world_active`` and ``world_selected``, M given by its sparse lower rows
-    ``rows`` (A's layout); ``factor``, ``y`` and ``x`` are scratch of the sizes of ``rows`` and ``rhs``."""
+    """``out = base + scale · M⁻¹ rhs`` per tree, for the trees ``trees`` (whose dofs ``levels`` lists by
+    depth) in the worlds flagged in both ``world_active`` and ``world_selected``, M given by its sparse
+    lower rows ``rows`` (A's layout); ``factor``, ``y`` and ``x`` are scratch of the sizes of ``rows`` and
+    ``rhs``. On the CPU one thread per tree (:func:`tree_solve`, one launch: the CPU runs the threads one
+    after the other anyway), on GPUs level by level (:data:`TREE_THREADS_ON_CPU`)."""
     wp.copy(factor, rows)
     wp.copy(y, rhs)
+    if TREE_THREADS_ON_CPU and wp.get_device(device).is_cpu:
+        wp.launch(
+            tree_solve,
+            dim=trees.shape[0],
+            inputs=[trees, T.tree_dof_start, T.tree_dof_count, T.tree_world, T.dof_parent, T.dof_depth, T.dof_row_start,
+                    world_active, world_selected, scale, base],
+            outputs=[factor, y, x, out],
+            device=device,
+        )  # fmt: skip
+        return
     for level in reversed(levels):
         wp.launch(
             sparse_factor_level,

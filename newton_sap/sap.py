@@ -1210,7 +1210,7 @@ class SapSolver:
             )
         if self.tree_ldlt:
             solve_tree_systems(
-                T.dof_levels, T, active, self.world_tree_local, self.H_rows, grad, -1.0, self.zero_dof,
+                T.tree_ids, T.dof_levels, T, active, self.world_tree_local, self.H_rows, grad, -1.0, self.zero_dof,
                 self.ldlt_factor, self.ldlt_y, self.ldlt_x, dv, dev,
             )  # fmt: skip
         if self.uses_pcg:

@@ -276,9 +276,9 @@ class SolverSAP(newton.solvers.SolverBase):
         """``v* = v0 + Δt A⁻¹ τ`` per tree (dense buckets, then the sparse levels; on the CPU every tree
         by the tree LDLᵀ, see ``factorization.TREE_LDLT_ON_CPU``)."""
         T, device = self._topo, self.model.device
-        levels = T.sparse_dof_levels
+        trees, levels = T.sparse_trees, T.sparse_dof_levels
         if self._tree_ldlt:
-            levels = T.dof_levels
+            trees, levels = T.tree_ids, T.dof_levels
         else:
             for n, view in self._dense_views.items():
                 wp.launch_tiled(
@@ -291,7 +291,7 @@ class SolverSAP(newton.solvers.SolverBase):
                 )
         if levels:
             factorization.solve_tree_systems(
-                levels, T, self._all_worlds, self._all_worlds, self._rows, self._tau, dt, self._v0, self._factor,
+                trees, levels, T, self._all_worlds, self._all_worlds, self._rows, self._tau, dt, self._v0, self._factor,
                 self._y, self._x, self._v_star, device,
             )  # fmt: skip
 

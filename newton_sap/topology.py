@@ -111,9 +111,12 @@ class Topology:
     dense_buckets: dict[int, np.ndarray] = field(default_factory=dict)  # size n -> tree ids
     dense_bucket_offset: dict[int, int] = field(default_factory=dict)  # size n -> offset in dense storage
     dense_size: int = 0
-    # sparse path: dofs of sparse trees grouped by chain depth, and all dofs so grouped
+    # sparse path: dofs of sparse trees grouped by chain depth, and all dofs so grouped (GPUs); the sparse
+    # trees, and all trees (the CPU's one-thread-per-tree form)
     sparse_dof_levels: list[np.ndarray] = field(default_factory=list)
     dof_levels: list[np.ndarray] = field(default_factory=list)
+    sparse_trees: np.ndarray | None = None
+    tree_ids: np.ndarray | None = None
     # SAP: dense per-world matrices grouped by world size
     world_buckets: dict[int, np.ndarray] = field(default_factory=dict)  # size n -> world ids
     world_bucket_offset: dict[int, int] = field(default_factory=dict)  # size n -> offset in world storage
@@ -382,6 +385,8 @@ def build_topology(model: newton.Model, dense_max_dofs: int = 64, dense_world_ma
         dense_size=offset,
         sparse_dof_levels=sparse_dof_levels,
         dof_levels=dof_levels,
+        sparse_trees=np.nonzero(~tree_is_dense)[0].astype(np.int32),
+        tree_ids=np.arange(len(tree_roots), dtype=np.int32),
         dof_world=tree_world[dof_tree_a] if ndof else np.zeros(0, np.int32),
         body_last_dof=last_dof_of_body.astype(np.int32),
         max_chain=int(dof_depth_a.max()) + 1 if ndof else 0,
@@ -482,7 +487,8 @@ def to_device(topo: Topology, device) -> DeviceTopology:
         "dof_public", "dof_joint", "dof_body", "dof_parent", "dof_depth", "dof_tree", "dof_row_start",
         "dof_dense_offset", "dof_local", "dof_coord", "tree_dof_start", "tree_dof_count", "tree_world",
         "tree_body_start", "tree_bodies", "world_dof_start", "branch_start", "branch_joints", "body_last_dof",
-        "world_dense_offset", "dof_world", "world_uses_pcg", "joint_in_tree", "loop_joints",
+        "world_dense_offset", "dof_world", "world_uses_pcg", "joint_in_tree", "loop_joints", "sparse_trees",
+        "tree_ids",
     ]  # fmt: skip
     arrays = {
         n: wp.array(np.ascontiguousarray(getattr(topo, n), dtype=np.int32), dtype=wp.int32, device=device)

@@ -82,3 +82,30 @@ def test_tree_ldlt_steps_match_the_dense_cholesky(monkeypatch, name):
         state, out_tree = out_tree, state
     assert tree_local_steps > 10  # the robots touched the ground and Newton iterated on the tree path
     assert abs(iterations[0] - iterations[1]) <= 0.05 * iterations[1]
+
+
+def test_level_by_level_solve_matches_one_thread_per_tree(monkeypatch):
+    """The GPUs' form of the tree LDLᵀ (level by level, ``factorization.TREE_THREADS_ON_CPU = False``) takes
+    the steps of the CPU's one thread per tree, to round-off (siblings update their ancestors in another
+    order)."""
+    scene = scenes.SCENES["humanoid"]
+    model = scene.build(2)
+    pipeline = newton.CollisionPipeline(model)
+    contacts = pipeline.contacts()
+    threads = solver(model, monkeypatch, True)
+    monkeypatch.setattr(factorization, "TREE_THREADS_ON_CPU", False)
+    levels = solver(model, monkeypatch, True)
+    state, out_threads, out_levels = model.state(), model.state(), model.state()
+    newton.eval_fk(model, state.joint_q, state.joint_qd, state)
+    landed = 0
+    for _ in range(60):
+        pipeline.collide(state, contacts)
+        monkeypatch.setattr(factorization, "TREE_THREADS_ON_CPU", True)
+        threads.step(state, out_threads, None, contacts, scene.dt)
+        monkeypatch.setattr(factorization, "TREE_THREADS_ON_CPU", False)
+        levels.step(state, out_levels, None, contacts, scene.dt)
+        qd_threads, qd_levels = out_threads.joint_qd.numpy(), out_levels.joint_qd.numpy()
+        assert np.abs(qd_threads - qd_levels).max() < 2e-4 * (1.0 + np.abs(qd_levels).max())
+        landed += int((threads.stats.iterations > 0).any() and threads._sap.world_tree_local.numpy().all())
+        state, out_threads = out_threads, state
+    assert landed > 10
