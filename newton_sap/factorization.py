@@ -5,9 +5,10 @@ products with the sparse A.
   size n, made by a cached factory; each tile block loads its tree's n×n block, factors it (Cholesky
   ``A = L Lᵀ``) and solves.
 * Sparse path (larger trees, and every tree on the CPU: :data:`TREE_LDLT_ON_CPU`): the tree-structured
-  ``A = Lᵀ D L`` factorization (no fill-in: row i only couples dof i with its chain ancestors),
-  processed level by level from the deepest dofs, one thread per dof, with atomics where siblings
-  update a shared ancestor. The backward half of the solve (``Lᵀ y = τ``) rides along with the
+  ``A = Lᵀ D L`` factorization (no fill-in: row i only couples dof i with its chain ancestors). On GPUs
+  it runs level by level from the deepest dofs, one thread per dof, with atomics where siblings update a
+  shared ancestor; on the CPU one thread per tree walks its dofs in the same dependency order
+  (:data:`TREE_THREADS_ON_CPU`). The backward half of the solve (``Lᵀ y = τ``) rides along with the
   factorization; the forward half (``L x = D⁻¹ y``) runs root first. The same kernels solve the SAP
   Newton systems ``H = A + Jᵀ G J`` of worlds whose constraints each act along one chain (``sap.py``):
   such an H has A's sparsity.
