@@ -843,7 +843,7 @@ class SapSolver:
         self.tree_ldlt = uses_tree_ldlt(device) and topology.dof_count > 0
         nnz = max(topology.sparse_nnz, 1)
         self.H_rows, self.ldlt_factor = zeros(nnz), zeros(nnz)
-        self.ldlt_y, self.ldlt_x, self.zero_dof = zeros(ndof), zeros(ndof), zeros(ndof)
+        self.ldlt_y, self.ldlt_x = zeros(ndof), zeros(ndof)
         tree_local = (1 - topology.world_uses_pcg) * int(self.tree_ldlt) if topology.world_count else np.zeros(0)
         self.world_tree_local_default = wp.array(tree_local, dtype=wp.int32, device=device)
         self.world_tree_local = zeros(nw, wp.int32)
@@ -874,7 +874,7 @@ class SapSolver:
         self.world_fill = zeros(nw, wp.int32)
         self.used_count = zeros(1, wp.int32)  # used constraint slots in all worlds
         self.slots_per_thread = slots_per_thread(device)
-        self.zero_dof_public = zeros(max(topology.dof_count, 1))
+        self.zero_dof = zeros(ndof)  # zeros over the dofs (a default joint_act; the tree solves' base)
         self.model_constraints = False
         self.dof_mimic_leader = wp.full(max(topology.dof_count, 1), -1, dtype=wp.int32, device=device)
         self.dof_mimic_coeffs = zeros(max(topology.dof_count, 1), wp.vec2)
@@ -955,7 +955,7 @@ class SapSolver:
             )  # fmt: skip
         if n_joint:
             limit_k = o.joint_limit_stiffness if o.joint_limit_stiffness is not None else -1.0
-            joint_act = control.joint_act if control.joint_act is not None else self.zero_dof_public
+            joint_act = control.joint_act if control.joint_act is not None else self.zero_dof
             wp.launch(
                 joint_constraint_rows,
                 dim=self.topo.dof_count,
