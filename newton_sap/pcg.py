@@ -1,4 +1,5 @@
-"""Block-preconditioned conjugate gradients for the Newton systems ``H Δv = −∇ℓ`` of large worlds.
+"""Block-preconditioned conjugate gradients for the Newton systems ``H Δv = −∇ℓ`` of the largest worlds
+(above ``block_cholesky_max_dofs``).
 
 ``H = A + Jᵀ G J`` is applied matrix-free (sparse A rows plus the contact Jacobians). The
 preconditioner is block-diagonal by tree, ``P_t = A_t + (Jᵀ G J)_tt``: a dense tile Cholesky per tree

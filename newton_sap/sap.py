@@ -16,16 +16,17 @@ Each Newton iteration (all worlds at once; a converged world stops):
 2. ``gradient`` and ``check_convergence``: ``‖D ∇ℓ‖ ≤ ε_a + ε_r max(‖D A v‖, ‖D Jᵀγ‖)`` with
    ``D = diag(A)^-½``, or the cost criterion of the last line search.
 3. ``hessian_assembly`` (worlds still iterating): ``H = A + Jᵀ G J``; ``Δv = −H⁻¹ ∇ℓ`` by a dense tile
-   Cholesky per world size, or by block-preconditioned CG in large worlds (``pcg.py``). On the CPU, a
+   Cholesky per world size, by the tree-block sparse Cholesky in larger worlds (``block_cholesky.py``,
+   up to ``block_cholesky_max_dofs``), or by block-preconditioned CG above (``pcg.py``). On the CPU, a
    world whose constraints each act along one chain of one tree (a robot on static ground: no
    self-collision, no contact between trees; ``flag_coupling_constraints``) has an H with A's sparsity
-   and is solved by the tree LDLᵀ of ``factorization.py`` instead of the dense Cholesky.
+   and is solved by the tree LDLᵀ of ``factorization.py`` instead of the dense or block Cholesky.
    Stiction prediction (``predict_stiction``): sliding contacts whose slip this step reverses (or ends
    inside the cone) are modelled by their stiction branch, ``γ̃ = R⁻¹(v̂ − v_c)``, ``G̃ = R⁻¹``; in the worlds
    with such contacts the direction is solved again with that model's gradient and Hessian and kept when
    it descends (``Δṽᵀ∇ℓ < 0``). Newton's own model lets a sliding contact's slip pass through zero,
    so the exact line search stops where the first such contact sticks, and one contact lands per
-   iteration (50-sphere pile: about 30 iterations per step, 6-8 with the prediction). Near the solution
+   iteration (a landing 50-sphere pile: 17 iterations per step, 6 with the prediction). Near the solution
    the step no longer crosses stiction and plain Newton steps (and their local convergence) remain.
 4. ``line_search``: exact (root of ``dℓ/dα`` on [0, α_max] by safeguarded Newton) or backtracking
    (Armijo), then ``v += α Δv``.
@@ -43,6 +44,7 @@ import functools
 import numpy as np
 import warp as wp
 
+from .block_cholesky import world_block_cholesky
 from .constraints.dispatch import (
     constraint_impulse,
     constraint_predicts_stiction,
@@ -310,6 +312,7 @@ def hessian_assembly(
     # model
     world_dof_start: wp.array(dtype=wp.int32),
     world_dense_offset: wp.array(dtype=wp.int32),
+    world_uses_pcg: wp.array(dtype=wp.int32),
     dof_tree: wp.array(dtype=wp.int32),
     dof_dense_offset: wp.array(dtype=wp.int32),
     dof_local: wp.array(dtype=wp.int32),
@@ -337,9 +340,9 @@ def hessian_assembly(
     the deeper dof's row, at the ancestor's column) in worlds flagged ``world_tree_local``, into the
     world's dense Hessian in the other dense worlds, or, for PCG worlds, into the block preconditioner:
     the intra-tree part into dense tree blocks, the diagonal into the Jacobi diagonal of trees too large
-    for a dense block. Only the lower triangles (row ≥ column) are accumulated: ``wp.tile_cholesky`` (fill
-    mode "lower") reads nothing else, so the upper triangles keep A's entries. A thread takes a run of
-    the used slots."""
+    for a dense block; the block-Cholesky worlds assemble their own H (``block_cholesky.py``). Only the
+    lower triangles (row ≥ column) are accumulated: ``wp.tile_cholesky`` (fill mode "lower") reads
+    nothing else, so the upper triangles keep A's entries. A thread takes a run of the used slots."""
     begin, end = thread_slots(wp.tid(), slots_per_thread, used_count[0])
     for k in range(begin, end):
         c = used_slots[k]
@@ -372,9 +375,11 @@ def hessian_assembly(
                     if depth_f <= depth_e:
                         wp.atomic_add(H_rows_out, row - depth_f, wp.dot(c_J[c, f], GJe))
             continue
+        off = world_dense_offset[w]
+        if off < 0 and world_uses_pcg[w] == 0:
+            continue
         s = world_dof_start[w]
         n = world_dof_start[w + 1] - s
-        off = world_dense_offset[w]
         for e in range(nnz):
             de = c_dof[c, e]
             GJe = G * c_J[c, e]
@@ -852,6 +857,12 @@ class SapSolver:
             for n, worlds in topology.world_buckets.items()
         }
         self.uses_pcg = bool(topology.world_uses_pcg.any()) if topology.world_count else False
+        # tree-block sparse Cholesky (block_cholesky.py): factor storage and per-world scratch
+        self.uses_block_cholesky = topology.world_block_size > 0
+        self.block_L = zeros(max(topology.world_block_size, 1))
+        self.block_pattern = zeros(max(topology.world_pair_size, 1), wp.int32)
+        for name in ("tree_degree", "tree_rank", "tree_order", "tree_later"):
+            setattr(self, name, zeros(max(topology.tree_count, 1), wp.int32))
         # block preconditioner: dense tree blocks in the layout of the free-motion tree blocks
         self.P = zeros(max(topology.dense_size, 1))
         self.P_views = bucket_views(self.P, topology.dense_buckets, topology.dense_bucket_offset)
@@ -1192,8 +1203,8 @@ class SapSolver:
         wp.launch(
             hessian_assembly,
             dim=self.slot_threads,
-            inputs=[T.world_dof_start, T.world_dense_offset, T.dof_tree, T.dof_dense_offset, T.dof_local,
-                    T.tree_dof_count, T.dof_depth, T.dof_row_start, self.slots_per_thread, self.used_count,
+            inputs=[T.world_dof_start, T.world_dense_offset, T.world_uses_pcg, T.dof_tree, T.dof_dense_offset,
+                    T.dof_local, T.tree_dof_count, T.dof_depth, T.dof_row_start, self.slots_per_thread, self.used_count,
                     self.used_slots, active, self.world_tree_local, self.c_world, G, self.c_nnz, self.c_dof,
                     self.c_J],
             outputs=[self.H, self.H_rows, self.P, self.pdiag],
@@ -1212,6 +1223,18 @@ class SapSolver:
             solve_tree_systems(
                 T.tree_ids, T.dof_levels, T, active, self.world_tree_local, self.H_rows, grad, -1.0, self.zero_dof,
                 self.ldlt_factor, self.ldlt_y, self.ldlt_x, dv, dev,
+            )  # fmt: skip
+        if self.uses_block_cholesky:
+            wp.launch(
+                world_block_cholesky,
+                dim=topo.world_count,
+                inputs=[T.world_dof_start, T.world_tree_start, T.world_block_offset, T.world_pair_offset,
+                        T.tree_dof_start, T.tree_dof_count, T.dof_tree, T.dof_parent, T.dof_depth, T.dof_row_start,
+                        active, self.world_tree_local, self.world_constraint_start, self.world_constraint_count,
+                        self.world_constraints, G, self.c_nnz, self.c_dof, self.c_J, A_rows, grad],
+                outputs=[self.block_pattern, self.tree_degree, self.tree_rank, self.tree_order, self.tree_later,
+                         self.block_L, dv],
+                device=dev,
             )  # fmt: skip
         if self.uses_pcg:
             self._conjugate_gradients(A_rows, active, G, grad, dv, loosest_tolerance, forcing)

@@ -40,7 +40,8 @@ class SolverStats:
         num_contacts: Contacts of the world that entered the SAP problem.
         num_constraints: All constraints of the world in the SAP problem (contacts, drives, limits).
         cg_iterations: Conjugate-gradient iterations summed over the step's Newton iterations, in
-            worlds solved by PCG (more than ``dense_world_max_dofs`` dofs); 0 in dense worlds.
+            worlds solved by PCG (more than ``block_cholesky_max_dofs`` dofs); 0 in the worlds with exact
+            Newton directions.
         contact_buffer_full: The step's ``Contacts`` buffer was full, so Newton's pipeline may have
             dropped contacts (it does not count them); a ``RuntimeWarning`` was issued too.
     """
@@ -81,7 +82,8 @@ class SolverSAP(newton.solvers.SolverBase):
         model = self.model
         device = model.device
         _validate_materials(model, self.options)
-        self.topology = build_topology(model, self.options.dense_max_dofs, self.options.dense_world_max_dofs)
+        o = self.options
+        self.topology = build_topology(model, o.dense_max_dofs, o.dense_world_max_dofs, o.block_cholesky_max_dofs)
         topo = self.topology
         self._topo = to_device(topo, device)
         nb, ndof = max(topo.body_count, 1), max(topo.dof_count, 1)

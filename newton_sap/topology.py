@@ -123,6 +123,12 @@ class Topology:
     world_dense_offset: np.ndarray | None = None  # [world] offset of its n×n block, -1: no dofs or PCG world
     world_dense_size: int = 0
     world_uses_pcg: np.ndarray | None = None  # [world] 1 where the SAP systems are solved by PCG
+    # SAP: tree-block sparse Cholesky of the worlds between the dense and the PCG sizes
+    world_tree_start: np.ndarray | None = None  # [world + 1] tree range of each world
+    world_block_offset: np.ndarray | None = None  # [world] offset of its n×n factor storage, -1: other solve
+    world_block_size: int = 0
+    world_pair_offset: np.ndarray | None = None  # [world] offset of its T×T tree-pair pattern (T trees)
+    world_pair_size: int = 0
 
     @property
     def tree_count(self) -> int:
@@ -130,7 +136,9 @@ class Topology:
         return len(self.tree_dof_start)
 
 
-def build_topology(model: newton.Model, dense_max_dofs: int = 64, dense_world_max_dofs: int = 64) -> Topology:
+def build_topology(
+    model: newton.Model, dense_max_dofs: int = 64, dense_world_max_dofs: int = 64, block_cholesky_max_dofs: int = 512
+) -> Topology:
     """Build every topology table of ``model`` and validate it.
 
     Args:
@@ -138,7 +146,8 @@ def build_topology(model: newton.Model, dense_max_dofs: int = 64, dense_world_ma
         dense_max_dofs: Trees with at most this many dofs use the dense Cholesky path, larger ones
             the level-parallel sparse LDLᵀ path.
         dense_world_max_dofs: Worlds with at most this many dofs solve the SAP Newton systems with a
-            dense Cholesky, larger ones with block-preconditioned conjugate gradients.
+            dense Cholesky, larger ones by the tree-block sparse Cholesky (``block_cholesky.py``) up to
+            ``block_cholesky_max_dofs`` dofs, and with block-preconditioned conjugate gradients above.
 
     Raises:
         ModelError: unsupported joint type, a body that is the child of two joints (an unmarked
@@ -322,6 +331,22 @@ def build_topology(model: newton.Model, dense_max_dofs: int = 64, dense_world_ma
         world_dense_offset[worlds] = woffset + np.arange(len(worlds)) * n * n
         woffset += len(worlds) * n * n
 
+    # tree-block sparse Cholesky: an n×n factor and a T×T pattern per world (trees are grouped by world)
+    if np.any(np.diff(tree_world) < 0):
+        raise AssertionError("trees must be ordered by world")
+    world_tree_start = np.searchsorted(tree_world, np.arange(world_count + 1)).astype(np.int32)
+    world_tree_count = np.diff(world_tree_start)
+    uses_block = (world_dof_count > dense_world_max_dofs) & (world_dof_count <= block_cholesky_max_dofs)
+    block_sizes = np.where(uses_block, world_dof_count.astype(np.int64) ** 2, 0)
+    world_block_offset = np.where(uses_block, np.cumsum(block_sizes) - block_sizes, -1)
+    pair_sizes = np.where(uses_block, world_tree_count.astype(np.int64) ** 2, 0)
+    world_pair_offset = np.where(uses_block, np.cumsum(pair_sizes) - pair_sizes, -1)
+    if block_sizes.sum() >= 2**31:
+        raise ModelError(
+            f"the block-Cholesky factors of {int(uses_block.sum())} worlds need {int(block_sizes.sum())} floats, "
+            "more than int32 indexing allows: lower block_cholesky_max_dofs (PCG above it)"
+        )
+
     # --- FK branches: root-to-leaf joint paths ----------------------------------------------------
     branch_joints, branch_start = [], [0]
     for b in order:
@@ -394,7 +419,12 @@ def build_topology(model: newton.Model, dense_max_dofs: int = 64, dense_world_ma
         world_bucket_offset=world_bucket_offset,
         world_dense_offset=world_dense_offset.astype(np.int32),
         world_dense_size=woffset,
-        world_uses_pcg=(world_dof_count > dense_world_max_dofs).astype(np.int32),
+        world_uses_pcg=((world_dof_count > dense_world_max_dofs) & ~uses_block).astype(np.int32),
+        world_tree_start=world_tree_start,
+        world_block_offset=world_block_offset.astype(np.int32),
+        world_block_size=int(block_sizes.sum()),
+        world_pair_offset=world_pair_offset.astype(np.int32),
+        world_pair_size=int(pair_sizes.sum()),
     )
     _check_dof_inertia(topo, mass, inertia, armature, children, joint_labels)
     return topo
@@ -488,7 +518,7 @@ def to_device(topo: Topology, device) -> DeviceTopology:
         "dof_dense_offset", "dof_local", "dof_coord", "tree_dof_start", "tree_dof_count", "tree_world",
         "tree_body_start", "tree_bodies", "world_dof_start", "branch_start", "branch_joints", "body_last_dof",
         "world_dense_offset", "dof_world", "world_uses_pcg", "joint_in_tree", "loop_joints", "sparse_trees",
-        "tree_ids",
+        "tree_ids", "world_tree_start", "world_block_offset", "world_pair_offset",
     ]  # fmt: skip
     arrays = {
         n: wp.array(np.ascontiguousarray(getattr(topo, n), dtype=np.int32), dtype=wp.int32, device=device)

@@ -43,7 +43,12 @@ class Stepper:
 
 CASES = {
     "box stack, dense Newton systems": (lambda: box_on_ground(boxes=3), SLIDING_SPINNING * 3, {}),
-    "box stack, PCG": (lambda: box_on_ground(boxes=3), SLIDING_SPINNING * 3, {"dense_world_max_dofs": 0}),
+    "box stack, block Cholesky": (lambda: box_on_ground(boxes=3), SLIDING_SPINNING * 3, {"dense_world_max_dofs": 0}),
+    "box stack, PCG": (
+        lambda: box_on_ground(boxes=3),
+        SLIDING_SPINNING * 3,
+        {"dense_world_max_dofs": 0, "block_cholesky_max_dofs": 0},
+    ),
     "box stack, momentum mode": (lambda: box_on_ground(boxes=3), SLIDING_SPINNING * 3, {"momentum_mode": True}),
     "two quadrupeds under PD": (lambda: quadruped_pd(2), None, {}),
     "landing sphere pile, stiction predictions": (lambda: sphere_bin(10), None, {}),

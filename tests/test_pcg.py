@@ -14,7 +14,10 @@ def test_pcg_matches_dense_newton_systems(dense_max_dofs, tolerance):
     """A 5-box stack (boxes coupled through contacts) stepped with dense H solves and with PCG."""
     qd0 = [0.3, 0, 0, 0, 0, 0.5] * 5
     dense = Run(box_on_ground(boxes=5, mu=0.5), qd0=qd0)
-    pcg = Run(box_on_ground(boxes=5, mu=0.5), qd0=qd0, dense_world_max_dofs=0, dense_max_dofs=dense_max_dofs)
+    pcg = Run(
+        box_on_ground(boxes=5, mu=0.5), qd0=qd0, dense_world_max_dofs=0, block_cholesky_max_dofs=0,
+        dense_max_dofs=dense_max_dofs,
+    )  # fmt: skip
     worst = 0.0
     for _ in range(30):
         # both step from the same state (a sliding, spinning stack would amplify round-off over steps)

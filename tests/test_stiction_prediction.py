@@ -53,7 +53,7 @@ def test_friction_cone_predicts_stiction(v_c, dv_c, mu, expected):
 def test_prediction_keeps_solutions_and_saves_iterations(dense):
     """A landing pile stepped with and without the prediction, both from the same state every step:
     the same velocities to the float32 floor, every step converged, and fewer Newton iterations."""
-    options = {} if dense else {"dense_world_max_dofs": 0}
+    options = {} if dense else {"dense_world_max_dofs": 0, "block_cholesky_max_dofs": 0}
     predicted = Run(sphere_bin(10), **options)
     plain = Run(sphere_bin(10), stiction_prediction=False, **options)
     assert predicted.solver.topology.world_uses_pcg.all() != dense

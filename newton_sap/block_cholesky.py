@@ -1,0 +1,340 @@
+"""Tree-block sparse Cholesky of the Newton systems ``H Δv = −∇ℓ`` of worlds too large for a dense factor.
+
+``H = A + Jᵀ G J`` of a world is block-sparse by tree: A is block-diagonal (one block per tree) and a
+constraint row between two trees (a contact between two objects, a weld) couples only their two blocks.
+As in Drake's SAP, the blocks are the supernodes of a sparse Cholesky: the trees are ordered by minimum
+degree on the graph of coupled pairs (fill included), and ``H = L Lᵀ`` is factored block by block,
+skipping the blocks that stay zero. A 50-sphere pile (50 trees of 6 dofs, about 90 touching pairs)
+factors with about 170 off-diagonal blocks, some 0.3 Mflop against 9 for a dense 300×300 Cholesky, and
+gives the exact Newton direction that conjugate gradients approach in tens of iterations.
+
+One thread per world (``world_block_cholesky``) runs the whole solve each Newton iteration: the graph of
+the rows with curvature, the ordering, the assembly of the pattern's blocks, the factorization and the
+two triangular solves. Blocks live in a dense ``n × n`` array per world at their dof positions (row tree
+later in the order than column tree; diagonal blocks lower triangle): no symbolic allocation, only the
+pattern's blocks are written or read.
+"""
+
+from __future__ import annotations
+
+import warp as wp
+
+wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
+
+
+@wp.func
+def _mark_rows_graph(
+    t0: int,
+    T: int,
+    pairs: int,
+    begin: int,
+    end: int,
+    world_constraints: wp.array(dtype=wp.int32),
+    c_G: wp.array(dtype=wp.mat33),
+    c_nnz: wp.array(dtype=wp.int32),
+    c_dof: wp.array2d(dtype=wp.int32),
+    dof_tree: wp.array(dtype=wp.int32),
+    pattern: wp.array(dtype=wp.int32),
+):
+    """``pattern[a·T + b] = 1`` for the world's tree pairs coupled by a row with curvature (``G ≠ 0``), and
+    on the diagonal; 0 elsewhere."""
+    for k in range(T * T):
+        pattern[pairs + k] = 0
+    for a in range(T):
+        pattern[pairs + a * T + a] = 1
+    for k in range(begin, end):
+        c = world_constraints[k]
+        G = c_G[c]
+        if wp.ddot(G, G) == 0.0:
+            continue
+        nnz = c_nnz[c]
+        for e in range(1, nnz):
+            a = dof_tree[c_dof[c, e]] - t0
+            for f in range(e):
+                b = dof_tree[c_dof[c, f]] - t0
+                if a != b:
+                    pattern[pairs + a * T + b] = 1
+                    pattern[pairs + b * T + a] = 1
+
+
+@wp.func
+def _minimum_degree_order(
+    t0: int,
+    T: int,
+    pairs: int,
+    pattern: wp.array(dtype=wp.int32),
+    tree_degree: wp.array(dtype=wp.int32),
+    tree_rank: wp.array(dtype=wp.int32),
+    tree_order: wp.array(dtype=wp.int32),
+):
+    """Greedy minimum-degree elimination of the world's tree graph: ``tree_order[t0 + r]`` is the tree
+    eliminated r-th and ``tree_rank`` its inverse (world-local tree indices). Eliminating a tree joins its
+    remaining neighbours pairwise; those fill pairs are added to ``pattern``, which ends as the block
+    pattern of L."""
+    for a in range(T):
+        tree_rank[t0 + a] = -1
+        degree = int(0)
+        for b in range(T):
+            degree += pattern[pairs + a * T + b]
+        tree_degree[t0 + a] = degree - 1
+    for r in range(T):
+        best = int(-1)
+        for a in range(T):
+            if tree_rank[t0 + a] < 0:
+                if best < 0 or tree_degree[t0 + a] < tree_degree[t0 + best]:
+                    best = a
+        tree_rank[t0 + best] = r
+        tree_order[t0 + r] = best
+        for i in range(T):
+            if tree_rank[t0 + i] >= 0 or pattern[pairs + best * T + i] == 0:
+                continue
+            tree_degree[t0 + i] = tree_degree[t0 + i] - 1  # loses ``best``
+            for j in range(T):
+                if j != i and tree_rank[t0 + j] < 0 and pattern[pairs + best * T + j] == 1:
+                    if pattern[pairs + i * T + j] == 0:
+                        pattern[pairs + i * T + j] = 1
+                        pattern[pairs + j * T + i] = 1
+                        tree_degree[t0 + i] = tree_degree[t0 + i] + 1
+                        tree_degree[t0 + j] = tree_degree[t0 + j] + 1
+
+
+@wp.func
+def _assemble(
+    s: int,
+    n: int,
+    t0: int,
+    T: int,
+    pairs: int,
+    off: int,
+    begin: int,
+    end: int,
+    tree_dof_start: wp.array(dtype=wp.int32),
+    tree_dof_count: wp.array(dtype=wp.int32),
+    dof_tree: wp.array(dtype=wp.int32),
+    dof_parent: wp.array(dtype=wp.int32),
+    dof_depth: wp.array(dtype=wp.int32),
+    dof_row_start: wp.array(dtype=wp.int32),
+    A_rows: wp.array(dtype=float),
+    world_constraints: wp.array(dtype=wp.int32),
+    c_G: wp.array(dtype=wp.mat33),
+    c_nnz: wp.array(dtype=wp.int32),
+    c_dof: wp.array2d(dtype=wp.int32),
+    c_J: wp.array2d(dtype=wp.vec3),
+    pattern: wp.array(dtype=wp.int32),
+    tree_rank: wp.array(dtype=wp.int32),
+    L: wp.array(dtype=float),
+):
+    """The pattern's blocks of H (row tree ranked after column tree; diagonal blocks lower triangle) at
+    ``L[off + (row − s)·n + (col − s)]``: zeroed, then A's entries, then ``Jᵀ G J`` of the rows with
+    curvature."""
+    for a in range(T):
+        ra = tree_dof_start[t0 + a] - s
+        na = tree_dof_count[t0 + a]
+        for b in range(T):
+            if pattern[pairs + a * T + b] == 0 or tree_rank[t0 + b] > tree_rank[t0 + a]:
+                continue
+            rb = tree_dof_start[t0 + b] - s
+            for i in range(na):
+                for j in range(tree_dof_count[t0 + b]):
+                    L[off + (ra + i) * n + rb + j] = 0.0
+    for i in range(s, s + n):  # A: row i holds i's ancestors j (same tree, j < i)
+        rs = dof_row_start[i]
+        di = dof_depth[i]
+        j = i
+        while j >= 0:
+            L[off + (i - s) * n + j - s] = A_rows[rs + di - dof_depth[j]]
+            j = dof_parent[j]
+    for k in range(begin, end):
+        c = world_constraints[k]
+        G = c_G[c]
+        if wp.ddot(G, G) == 0.0:
+            continue
+        nnz = c_nnz[c]
+        for e in range(nnz):
+            de = c_dof[c, e]
+            re = tree_rank[dof_tree[de]]
+            GJe = G * c_J[c, e]
+            for f in range(nnz):
+                df = c_dof[c, f]
+                rf = tree_rank[dof_tree[df]]
+                if rf < re or (rf == re and df <= de):  # entry (de, df) is in the stored part
+                    L[off + (de - s) * n + df - s] = L[off + (de - s) * n + df - s] + wp.dot(c_J[c, f], GJe)
+
+
+@wp.func
+def _factor(
+    s: int,
+    n: int,
+    t0: int,
+    T: int,
+    pairs: int,
+    off: int,
+    tree_dof_start: wp.array(dtype=wp.int32),
+    tree_dof_count: wp.array(dtype=wp.int32),
+    pattern: wp.array(dtype=wp.int32),
+    tree_rank: wp.array(dtype=wp.int32),
+    tree_order: wp.array(dtype=wp.int32),
+    later: wp.array(dtype=wp.int32),
+    L: wp.array(dtype=float),
+):
+    """Right-looking block Cholesky in the elimination order: per tree k, ``L_kk = chol(H_kk)``,
+    ``L_ik = H_ik L_kk⁻ᵀ`` for its later neighbours i, and ``H_ij −= L_ik L_jkᵀ`` for each pair of them.
+    A non-positive pivot (H not positive definite: broken input) leaves NaN, which the line search flags."""
+    for r in range(T):
+        k = tree_order[t0 + r]
+        rk = tree_dof_start[t0 + k] - s
+        nk = tree_dof_count[t0 + k]
+        for j in range(nk):  # dense Cholesky of the diagonal block
+            d = L[off + (rk + j) * n + rk + j]
+            for p in range(j):
+                d -= L[off + (rk + j) * n + rk + p] * L[off + (rk + j) * n + rk + p]
+            d = wp.sqrt(d)
+            L[off + (rk + j) * n + rk + j] = d
+            for i in range(j + 1, nk):
+                acc = L[off + (rk + i) * n + rk + j]
+                for p in range(j):
+                    acc -= L[off + (rk + i) * n + rk + p] * L[off + (rk + j) * n + rk + p]
+                L[off + (rk + i) * n + rk + j] = acc / d
+        count = int(0)  # later neighbours, in ``later[t0:]``
+        for i in range(T):
+            if pattern[pairs + k * T + i] == 1 and tree_rank[t0 + i] > r:
+                later[t0 + count] = i
+                count += 1
+        for m in range(count):  # L_ik = H_ik L_kk⁻ᵀ, row by row
+            ri = tree_dof_start[t0 + later[t0 + m]] - s
+            for a in range(tree_dof_count[t0 + later[t0 + m]]):
+                row = off + (ri + a) * n + rk
+                for j in range(nk):
+                    acc = L[row + j]
+                    for p in range(j):
+                        acc -= L[row + p] * L[off + (rk + j) * n + rk + p]
+                    L[row + j] = acc / L[off + (rk + j) * n + rk + j]
+        for m in range(count):  # Schur complement on the stored part of each neighbour pair
+            i = later[t0 + m]
+            ri = tree_dof_start[t0 + i] - s
+            for m2 in range(count):
+                j = later[t0 + m2]
+                if tree_rank[t0 + j] > tree_rank[t0 + i]:
+                    continue
+                rj = tree_dof_start[t0 + j] - s
+                for a in range(tree_dof_count[t0 + i]):
+                    nb = tree_dof_count[t0 + j]
+                    if i == j:
+                        nb = a + 1
+                    for b in range(nb):
+                        acc = float(0.0)
+                        for p in range(nk):
+                            acc += L[off + (ri + a) * n + rk + p] * L[off + (rj + b) * n + rk + p]
+                        L[off + (ri + a) * n + rj + b] = L[off + (ri + a) * n + rj + b] - acc
+
+
+@wp.func
+def _solve(
+    s: int,
+    n: int,
+    t0: int,
+    T: int,
+    pairs: int,
+    off: int,
+    tree_dof_start: wp.array(dtype=wp.int32),
+    tree_dof_count: wp.array(dtype=wp.int32),
+    pattern: wp.array(dtype=wp.int32),
+    tree_rank: wp.array(dtype=wp.int32),
+    tree_order: wp.array(dtype=wp.int32),
+    L: wp.array(dtype=float),
+    x: wp.array(dtype=float),
+):
+    """``x ← (L Lᵀ)⁻¹ x`` over the world's dofs: forward substitution in the elimination order (each solved
+    block updates its later neighbours), then backward (each block gathers from its later neighbours)."""
+    for r in range(T):
+        k = tree_order[t0 + r]
+        rk = tree_dof_start[t0 + k] - s
+        nk = tree_dof_count[t0 + k]
+        for j in range(nk):
+            acc = x[s + rk + j]
+            for p in range(j):
+                acc -= L[off + (rk + j) * n + rk + p] * x[s + rk + p]
+            x[s + rk + j] = acc / L[off + (rk + j) * n + rk + j]
+        for i in range(T):
+            if pattern[pairs + k * T + i] == 1 and tree_rank[t0 + i] > r:
+                ri = tree_dof_start[t0 + i] - s
+                for a in range(tree_dof_count[t0 + i]):
+                    acc = float(0.0)
+                    for p in range(nk):
+                        acc += L[off + (ri + a) * n + rk + p] * x[s + rk + p]
+                    x[s + ri + a] = x[s + ri + a] - acc
+    for r2 in range(T):
+        r = T - 1 - r2
+        k = tree_order[t0 + r]
+        rk = tree_dof_start[t0 + k] - s
+        nk = tree_dof_count[t0 + k]
+        for i in range(T):
+            if pattern[pairs + k * T + i] == 1 and tree_rank[t0 + i] > r:
+                ri = tree_dof_start[t0 + i] - s
+                for a in range(tree_dof_count[t0 + i]):
+                    xa = x[s + ri + a]
+                    for p in range(nk):
+                        x[s + rk + p] = x[s + rk + p] - L[off + (ri + a) * n + rk + p] * xa
+        for j2 in range(nk):
+            j = nk - 1 - j2
+            acc = x[s + rk + j]
+            for p in range(j + 1, nk):
+                acc -= L[off + (rk + p) * n + rk + j] * x[s + rk + p]
+            x[s + rk + j] = acc / L[off + (rk + j) * n + rk + j]
+
+
+@wp.kernel
+def world_block_cholesky(
+    # model
+    world_dof_start: wp.array(dtype=wp.int32),
+    world_tree_start: wp.array(dtype=wp.int32),
+    world_block_offset: wp.array(dtype=wp.int32),
+    world_pair_offset: wp.array(dtype=wp.int32),
+    tree_dof_start: wp.array(dtype=wp.int32),
+    tree_dof_count: wp.array(dtype=wp.int32),
+    dof_tree: wp.array(dtype=wp.int32),
+    dof_parent: wp.array(dtype=wp.int32),
+    dof_depth: wp.array(dtype=wp.int32),
+    dof_row_start: wp.array(dtype=wp.int32),
+    # inputs
+    world_active: wp.array(dtype=wp.int32),
+    world_tree_local: wp.array(dtype=wp.int32),
+    world_constraint_start: wp.array(dtype=wp.int32),
+    world_constraint_count: wp.array(dtype=wp.int32),
+    world_constraints: wp.array(dtype=wp.int32),
+    c_G: wp.array(dtype=wp.mat33),
+    c_nnz: wp.array(dtype=wp.int32),
+    c_dof: wp.array2d(dtype=wp.int32),
+    c_J: wp.array2d(dtype=wp.vec3),
+    A_rows: wp.array(dtype=float),
+    grad: wp.array(dtype=float),
+    # outputs (pattern, tree_degree, tree_rank, tree_order, tree_later, L: scratch)
+    pattern: wp.array(dtype=wp.int32),
+    tree_degree: wp.array(dtype=wp.int32),
+    tree_rank: wp.array(dtype=wp.int32),
+    tree_order: wp.array(dtype=wp.int32),
+    tree_later: wp.array(dtype=wp.int32),
+    L: wp.array(dtype=float),
+    dv_out: wp.array(dtype=float),
+):
+    """One thread per active block-Cholesky world (not solved by the tree LDLᵀ this step):
+    ``Δv = −H⁻¹ ∇ℓ`` with ``H = A + Jᵀ G J`` factored by tree blocks in minimum-degree order."""
+    w = wp.tid()
+    off = world_block_offset[w]
+    if off < 0 or world_active[w] == 0 or world_tree_local[w] == 1:
+        return
+    s = world_dof_start[w]
+    n = world_dof_start[w + 1] - s
+    t0 = world_tree_start[w]
+    T = world_tree_start[w + 1] - t0
+    pairs = world_pair_offset[w]
+    begin = world_constraint_start[w]
+    end = begin + world_constraint_count[w]
+    _mark_rows_graph(t0, T, pairs, begin, end, world_constraints, c_G, c_nnz, c_dof, dof_tree, pattern)
+    _minimum_degree_order(t0, T, pairs, pattern, tree_degree, tree_rank, tree_order)
+    _assemble(s, n, t0, T, pairs, off, begin, end, tree_dof_start, tree_dof_count, dof_tree, dof_parent, dof_depth,
+              dof_row_start, A_rows, world_constraints, c_G, c_nnz, c_dof, c_J, pattern, tree_rank, L)  # fmt: skip
+    _factor(s, n, t0, T, pairs, off, tree_dof_start, tree_dof_count, pattern, tree_rank, tree_order, tree_later, L)
+    for i in range(s, s + n):
+        dv_out[i] = -grad[i]
+    _solve(s, n, t0, T, pairs, off, tree_dof_start, tree_dof_count, pattern, tree_rank, tree_order, L, dv_out)

@@ -1,0 +1,77 @@
+"""Worlds above the dense size: the tree-block sparse Cholesky (``block_cholesky.py``) gives the same
+Newton directions as the dense Cholesky of H, hence the same steps and iteration counts."""
+
+import newton
+import numpy as np
+import pytest
+import warp as wp
+
+from contact_scenes import Run, box_on_ground, sphere_bin
+
+
+def hinged_board_with_objects(worlds=2):
+    """Per world: a floating board with a hinged flap (one 7-dof tree), two boxes resting on the board and a
+    sphere on the flap (6-dof trees), on a ground plane; trees of different sizes coupled by contacts."""
+    single = newton.ModelBuilder()
+    cfg = newton.ModelBuilder.ShapeConfig(mu=0.6)
+    board = single.add_link(xform=wp.transform((0.0, 0.0, 0.05), wp.quat_identity()))
+    single.add_shape_box(board, hx=0.3, hy=0.2, hz=0.05, cfg=cfg)
+    flap = single.add_link(xform=wp.transform((0.5, 0.0, 0.05), wp.quat_identity()))
+    single.add_shape_box(flap, hx=0.2, hy=0.2, hz=0.05, cfg=cfg)
+    root = single.add_joint_free(board)
+    hinge = single.add_joint_revolute(
+        board, flap, parent_xform=wp.transform((0.3, 0.0, 0.0), wp.quat_identity()),
+        child_xform=wp.transform((-0.2, 0.0, 0.0), wp.quat_identity()), axis=(0.0, 1.0, 0.0),
+    )  # fmt: skip
+    single.add_articulation([root, hinge])
+    for x in (-0.15, 0.12):
+        box = single.add_body(xform=wp.transform((x, 0.0, 0.15), wp.quat_identity()))
+        single.add_shape_box(box, hx=0.05, hy=0.05, hz=0.05, cfg=cfg)
+    ball = single.add_body(xform=wp.transform((0.5, 0.05, 0.16), wp.quat_identity()))
+    single.add_shape_sphere(ball, radius=0.06, cfg=cfg)
+    b = newton.ModelBuilder()
+    b.replicate(single, worlds)
+    b.add_ground_plane(cfg=cfg)
+    return b.finalize()
+
+
+SCENES = {
+    "box stack": (lambda: box_on_ground(boxes=5, mu=0.5), [0.3, 0, 0, 0, 0, 0.5] * 5),
+    "sphere bin": (lambda: sphere_bin(10), None),
+    "hinged board": (hinged_board_with_objects, None),
+}
+
+
+@pytest.mark.parametrize("scene", SCENES)
+def test_block_cholesky_matches_dense_newton_systems(scene):
+    """Each step from the same state with dense H solves and with the block Cholesky (no tree LDLᵀ, so every
+    Newton system of the block worlds goes through it): the same velocities to float32 round-off and
+    the same Newton iterations (both directions are exact)."""
+    build, qd0 = SCENES[scene]
+    dense = Run(build(), qd0=qd0)
+    block = Run(build(), qd0=qd0, dense_world_max_dofs=0)
+    block.solver._sap.world_tree_local_default.zero_()
+    topo = block.solver.topology
+    assert np.all(topo.world_block_offset >= 0) and not topo.world_uses_pcg.any()
+    worst, same_iterations = 0.0, 0
+    for _ in range(25):
+        for name in ("joint_q", "joint_qd", "body_q", "body_qd"):
+            getattr(block.s0, name).assign(getattr(dense.s0, name))
+        dense.step(0.01)
+        block.step(0.01)
+        worst = max(worst, np.abs(dense.qd - block.qd).max() / max(np.abs(dense.qd).max(), 1e-3))
+        same_iterations += int(np.array_equal(dense.iterations[-1], block.iterations[-1]))
+    assert np.all(np.concatenate(block.converged))
+    assert not np.concatenate(block.cg_iterations).any()
+    assert worst < 1e-4  # relative to the largest joint velocity
+    assert same_iterations >= 23  # round-off may move one iteration on a step's convergence boundary
+
+
+def test_block_cholesky_size_limit_selects_pcg():
+    """Worlds above ``block_cholesky_max_dofs`` use PCG; the option's bounds are checked."""
+    run = Run(box_on_ground(boxes=2), dense_world_max_dofs=0, block_cholesky_max_dofs=6)
+    assert run.solver.topology.world_uses_pcg.all() and np.all(run.solver.topology.world_block_offset < 0)
+    run.step(0.01, steps=3)
+    assert np.all(np.concatenate(run.converged))
+    with pytest.raises(ValueError, match="block_cholesky_max_dofs"):
+        Run(box_on_ground(), block_cholesky_max_dofs=-1)
