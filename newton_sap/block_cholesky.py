@@ -23,6 +23,16 @@ wp.set_module_options({"enable_backward": False})  # forward only: the solver bu
 
 
 @wp.func
+def _second_walk(c: int, nnz: int, c_dof: wp.array2d(dtype=wp.int32), dof_parent: wp.array(dtype=wp.int32)):
+    """Entry where row c's second chain walk starts (``nnz``: one walk). A row's entries are at most two
+    walks, each dof followed by its parent (``jacobian.py``), so each walk lies in one tree."""
+    for e in range(1, nnz):
+        if c_dof[c, e] != dof_parent[c_dof[c, e - 1]]:
+            return e
+    return nnz
+
+
+@wp.func
 def _mark_rows_graph(
     t0: int,
     T: int,
@@ -34,6 +44,7 @@ def _mark_rows_graph(
     c_nnz: wp.array(dtype=wp.int32),
     c_dof: wp.array2d(dtype=wp.int32),
     dof_tree: wp.array(dtype=wp.int32),
+    dof_parent: wp.array(dtype=wp.int32),
     pattern: wp.array(dtype=wp.int32),
 ):
     """``pattern[a·T + b] = 1`` for the world's tree pairs coupled by a row with curvature (``G ≠ 0``), and
@@ -45,16 +56,15 @@ def _mark_rows_graph(
     for k in range(begin, end):
         c = world_constraints[k]
         G = c_G[c]
+        nnz = c_nnz[c]
         if wp.ddot(G, G) == 0.0:
             continue
-        nnz = c_nnz[c]
-        for e in range(1, nnz):
-            a = dof_tree[c_dof[c, e]] - t0
-            for f in range(e):
-                b = dof_tree[c_dof[c, f]] - t0
-                if a != b:
-                    pattern[pairs + a * T + b] = 1
-                    pattern[pairs + b * T + a] = 1
+        second = _second_walk(c, nnz, c_dof, dof_parent)
+        if second < nnz:
+            a = dof_tree[c_dof[c, 0]] - t0
+            b = dof_tree[c_dof[c, second]] - t0
+            pattern[pairs + a * T + b] = 1
+            pattern[pairs + b * T + a] = 1
 
 
 @wp.func
@@ -66,11 +76,13 @@ def _minimum_degree_order(
     tree_degree: wp.array(dtype=wp.int32),
     tree_rank: wp.array(dtype=wp.int32),
     tree_order: wp.array(dtype=wp.int32),
+    later: wp.array(dtype=wp.int32),
+    later_count: wp.array(dtype=wp.int32),
 ):
     """Greedy minimum-degree elimination of the world's tree graph: ``tree_order[t0 + r]`` is the tree
     eliminated r-th and ``tree_rank`` its inverse (world-local tree indices). Eliminating a tree joins its
-    remaining neighbours pairwise; those fill pairs are added to ``pattern``, which ends as the block
-    pattern of L."""
+    remaining neighbours pairwise (fill, added to ``pattern``); those neighbours are the trees of its
+    off-diagonal blocks of L, listed in ``later[pairs + k·T : ... + later_count[t0 + k]]``."""
     for a in range(T):
         tree_rank[t0 + a] = -1
         degree = int(0)
@@ -85,17 +97,23 @@ def _minimum_degree_order(
                     best = a
         tree_rank[t0 + best] = r
         tree_order[t0 + r] = best
+        row = pairs + best * T
+        count = int(0)
         for i in range(T):
-            if tree_rank[t0 + i] >= 0 or pattern[pairs + best * T + i] == 0:
-                continue
+            if tree_rank[t0 + i] < 0 and pattern[row + i] == 1:
+                later[row + count] = i
+                count += 1
+        later_count[t0 + best] = count
+        for m in range(count):
+            i = later[row + m]
             tree_degree[t0 + i] = tree_degree[t0 + i] - 1  # loses ``best``
-            for j in range(T):
-                if j != i and tree_rank[t0 + j] < 0 and pattern[pairs + best * T + j] == 1:
-                    if pattern[pairs + i * T + j] == 0:
-                        pattern[pairs + i * T + j] = 1
-                        pattern[pairs + j * T + i] = 1
-                        tree_degree[t0 + i] = tree_degree[t0 + i] + 1
-                        tree_degree[t0 + j] = tree_degree[t0 + j] + 1
+            for m2 in range(m + 1, count):
+                j = later[row + m2]
+                if pattern[pairs + i * T + j] == 0:
+                    pattern[pairs + i * T + j] = 1
+                    pattern[pairs + j * T + i] = 1
+                    tree_degree[t0 + i] = tree_degree[t0 + i] + 1
+                    tree_degree[t0 + j] = tree_degree[t0 + j] + 1
 
 
 @wp.func
@@ -120,22 +138,24 @@ def _assemble(
     c_nnz: wp.array(dtype=wp.int32),
     c_dof: wp.array2d(dtype=wp.int32),
     c_J: wp.array2d(dtype=wp.vec3),
-    pattern: wp.array(dtype=wp.int32),
     tree_rank: wp.array(dtype=wp.int32),
+    later: wp.array(dtype=wp.int32),
+    later_count: wp.array(dtype=wp.int32),
     L: wp.array(dtype=float),
 ):
     """The pattern's blocks of H (row tree ranked after column tree; diagonal blocks lower triangle) at
     ``L[off + (row − s)·n + (col − s)]``: zeroed, then A's entries, then ``Jᵀ G J`` of the rows with
     curvature."""
-    for a in range(T):
-        ra = tree_dof_start[t0 + a] - s
-        na = tree_dof_count[t0 + a]
-        for b in range(T):
-            if pattern[pairs + a * T + b] == 0 or tree_rank[t0 + b] > tree_rank[t0 + a]:
-                continue
-            rb = tree_dof_start[t0 + b] - s
-            for i in range(na):
-                for j in range(tree_dof_count[t0 + b]):
+    for b in range(T):
+        rb = tree_dof_start[t0 + b] - s
+        nb = tree_dof_count[t0 + b]
+        for m in range(-1, later_count[t0 + b]):  # the diagonal block, then b's column of blocks
+            a = b
+            if m >= 0:
+                a = later[pairs + b * T + m]
+            ra = tree_dof_start[t0 + a] - s
+            for i in range(tree_dof_count[t0 + a]):
+                for j in range(nb):
                     L[off + (ra + i) * n + rb + j] = 0.0
     for i in range(s, s + n):  # A: row i holds i's ancestors j (same tree, j < i)
         rs = dof_row_start[i]
@@ -150,15 +170,37 @@ def _assemble(
         if wp.ddot(G, G) == 0.0:
             continue
         nnz = c_nnz[c]
+        second = _second_walk(c, nnz, c_dof, dof_parent)
+        rank_first = tree_rank[dof_tree[c_dof[c, 0]]]
+        rank_second = rank_first
+        if second < nnz:
+            rank_second = tree_rank[dof_tree[c_dof[c, second]]]
         for e in range(nnz):
             de = c_dof[c, e]
-            re = tree_rank[dof_tree[de]]
             GJe = G * c_J[c, e]
-            for f in range(nnz):
+            row = off + (de - s) * n - s
+            if rank_first == rank_second:  # one tree (one walk, or two branches): the lower triangle
+                for f in range(nnz):
+                    df = c_dof[c, f]
+                    if df <= de:
+                        L[row + df] = L[row + df] + wp.dot(c_J[c, f], GJe)
+                continue
+            # two trees: e's own walk from e on (e's ancestors: lower triangle), and the whole other walk
+            # when e's tree ranks later
+            walk_end = nnz
+            other_begin = 0
+            other_end = second
+            if e < second:
+                walk_end = second
+                other_begin = second
+                other_end = nnz
+            for f in range(e, walk_end):
                 df = c_dof[c, f]
-                rf = tree_rank[dof_tree[df]]
-                if rf < re or (rf == re and df <= de):  # entry (de, df) is in the stored part
-                    L[off + (de - s) * n + df - s] = L[off + (de - s) * n + df - s] + wp.dot(c_J[c, f], GJe)
+                L[row + df] = L[row + df] + wp.dot(c_J[c, f], GJe)
+            if (e < second) == (rank_first > rank_second):
+                for f in range(other_begin, other_end):
+                    df = c_dof[c, f]
+                    L[row + df] = L[row + df] + wp.dot(c_J[c, f], GJe)
 
 
 @wp.func
@@ -171,10 +213,10 @@ def _factor(
     off: int,
     tree_dof_start: wp.array(dtype=wp.int32),
     tree_dof_count: wp.array(dtype=wp.int32),
-    pattern: wp.array(dtype=wp.int32),
     tree_rank: wp.array(dtype=wp.int32),
     tree_order: wp.array(dtype=wp.int32),
     later: wp.array(dtype=wp.int32),
+    later_count: wp.array(dtype=wp.int32),
     L: wp.array(dtype=float),
 ):
     """Right-looking block Cholesky in the elimination order: per tree k, ``L_kk = chol(H_kk)``,
@@ -195,14 +237,11 @@ def _factor(
                 for p in range(j):
                     acc -= L[off + (rk + i) * n + rk + p] * L[off + (rk + j) * n + rk + p]
                 L[off + (rk + i) * n + rk + j] = acc / d
-        count = int(0)  # later neighbours, in ``later[t0:]``
-        for i in range(T):
-            if pattern[pairs + k * T + i] == 1 and tree_rank[t0 + i] > r:
-                later[t0 + count] = i
-                count += 1
+        row_k = pairs + k * T
+        count = later_count[t0 + k]
         for m in range(count):  # L_ik = H_ik L_kk⁻ᵀ, row by row
-            ri = tree_dof_start[t0 + later[t0 + m]] - s
-            for a in range(tree_dof_count[t0 + later[t0 + m]]):
+            ri = tree_dof_start[t0 + later[row_k + m]] - s
+            for a in range(tree_dof_count[t0 + later[row_k + m]]):
                 row = off + (ri + a) * n + rk
                 for j in range(nk):
                     acc = L[row + j]
@@ -210,10 +249,10 @@ def _factor(
                         acc -= L[row + p] * L[off + (rk + j) * n + rk + p]
                     L[row + j] = acc / L[off + (rk + j) * n + rk + j]
         for m in range(count):  # Schur complement on the stored part of each neighbour pair
-            i = later[t0 + m]
+            i = later[row_k + m]
             ri = tree_dof_start[t0 + i] - s
             for m2 in range(count):
-                j = later[t0 + m2]
+                j = later[row_k + m2]
                 if tree_rank[t0 + j] > tree_rank[t0 + i]:
                     continue
                 rj = tree_dof_start[t0 + j] - s
@@ -221,11 +260,13 @@ def _factor(
                     nb = tree_dof_count[t0 + j]
                     if i == j:
                         nb = a + 1
+                    row_a = off + (ri + a) * n
                     for b in range(nb):
+                        row_b = off + (rj + b) * n + rk
                         acc = float(0.0)
                         for p in range(nk):
-                            acc += L[off + (ri + a) * n + rk + p] * L[off + (rj + b) * n + rk + p]
-                        L[off + (ri + a) * n + rj + b] = L[off + (ri + a) * n + rj + b] - acc
+                            acc += L[row_a + rk + p] * L[row_b + p]
+                        L[row_a + rj + b] = L[row_a + rj + b] - acc
 
 
 @wp.func
@@ -238,9 +279,9 @@ def _solve(
     off: int,
     tree_dof_start: wp.array(dtype=wp.int32),
     tree_dof_count: wp.array(dtype=wp.int32),
-    pattern: wp.array(dtype=wp.int32),
-    tree_rank: wp.array(dtype=wp.int32),
     tree_order: wp.array(dtype=wp.int32),
+    later: wp.array(dtype=wp.int32),
+    later_count: wp.array(dtype=wp.int32),
     L: wp.array(dtype=float),
     x: wp.array(dtype=float),
 ):
@@ -255,26 +296,26 @@ def _solve(
             for p in range(j):
                 acc -= L[off + (rk + j) * n + rk + p] * x[s + rk + p]
             x[s + rk + j] = acc / L[off + (rk + j) * n + rk + j]
-        for i in range(T):
-            if pattern[pairs + k * T + i] == 1 and tree_rank[t0 + i] > r:
-                ri = tree_dof_start[t0 + i] - s
-                for a in range(tree_dof_count[t0 + i]):
-                    acc = float(0.0)
-                    for p in range(nk):
-                        acc += L[off + (ri + a) * n + rk + p] * x[s + rk + p]
-                    x[s + ri + a] = x[s + ri + a] - acc
+        for m in range(later_count[t0 + k]):
+            i = later[pairs + k * T + m]
+            ri = tree_dof_start[t0 + i] - s
+            for a in range(tree_dof_count[t0 + i]):
+                acc = float(0.0)
+                for p in range(nk):
+                    acc += L[off + (ri + a) * n + rk + p] * x[s + rk + p]
+                x[s + ri + a] = x[s + ri + a] - acc
     for r2 in range(T):
         r = T - 1 - r2
         k = tree_order[t0 + r]
         rk = tree_dof_start[t0 + k] - s
         nk = tree_dof_count[t0 + k]
-        for i in range(T):
-            if pattern[pairs + k * T + i] == 1 and tree_rank[t0 + i] > r:
-                ri = tree_dof_start[t0 + i] - s
-                for a in range(tree_dof_count[t0 + i]):
-                    xa = x[s + ri + a]
-                    for p in range(nk):
-                        x[s + rk + p] = x[s + rk + p] - L[off + (ri + a) * n + rk + p] * xa
+        for m in range(later_count[t0 + k]):
+            i = later[pairs + k * T + m]
+            ri = tree_dof_start[t0 + i] - s
+            for a in range(tree_dof_count[t0 + i]):
+                xa = x[s + ri + a]
+                for p in range(nk):
+                    x[s + rk + p] = x[s + rk + p] - L[off + (ri + a) * n + rk + p] * xa
         for j2 in range(nk):
             j = nk - 1 - j2
             acc = x[s + rk + j]
@@ -308,12 +349,13 @@ def world_block_cholesky(
     c_J: wp.array2d(dtype=wp.vec3),
     A_rows: wp.array(dtype=float),
     grad: wp.array(dtype=float),
-    # outputs (pattern, tree_degree, tree_rank, tree_order, tree_later, L: scratch)
+    # outputs (pattern, later, tree_degree, tree_rank, tree_order, tree_later_count, L: scratch)
     pattern: wp.array(dtype=wp.int32),
+    later: wp.array(dtype=wp.int32),
     tree_degree: wp.array(dtype=wp.int32),
     tree_rank: wp.array(dtype=wp.int32),
     tree_order: wp.array(dtype=wp.int32),
-    tree_later: wp.array(dtype=wp.int32),
+    tree_later_count: wp.array(dtype=wp.int32),
     L: wp.array(dtype=float),
     dv_out: wp.array(dtype=float),
 ):
@@ -330,11 +372,12 @@ def world_block_cholesky(
     pairs = world_pair_offset[w]
     begin = world_constraint_start[w]
     end = begin + world_constraint_count[w]
-    _mark_rows_graph(t0, T, pairs, begin, end, world_constraints, c_G, c_nnz, c_dof, dof_tree, pattern)
-    _minimum_degree_order(t0, T, pairs, pattern, tree_degree, tree_rank, tree_order)
+    _mark_rows_graph(t0, T, pairs, begin, end, world_constraints, c_G, c_nnz, c_dof, dof_tree, dof_parent, pattern)
+    _minimum_degree_order(t0, T, pairs, pattern, tree_degree, tree_rank, tree_order, later, tree_later_count)
     _assemble(s, n, t0, T, pairs, off, begin, end, tree_dof_start, tree_dof_count, dof_tree, dof_parent, dof_depth,
-              dof_row_start, A_rows, world_constraints, c_G, c_nnz, c_dof, c_J, pattern, tree_rank, L)  # fmt: skip
-    _factor(s, n, t0, T, pairs, off, tree_dof_start, tree_dof_count, pattern, tree_rank, tree_order, tree_later, L)
+              dof_row_start, A_rows, world_constraints, c_G, c_nnz, c_dof, c_J, tree_rank, later, tree_later_count,
+              L)  # fmt: skip
+    _factor(s, n, t0, T, pairs, off, tree_dof_start, tree_dof_count, tree_rank, tree_order, later, tree_later_count, L)
     for i in range(s, s + n):
         dv_out[i] = -grad[i]
-    _solve(s, n, t0, T, pairs, off, tree_dof_start, tree_dof_count, pattern, tree_rank, tree_order, L, dv_out)
+    _solve(s, n, t0, T, pairs, off, tree_dof_start, tree_dof_count, tree_order, later, tree_later_count, L, dv_out)
