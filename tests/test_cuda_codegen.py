@@ -5,6 +5,7 @@ import pytest
 import warp as wp
 
 from newton_sap import (
+    block_cholesky,
     contact_constraints,
     dynamics,
     factorization,
@@ -17,8 +18,8 @@ from newton_sap import (
     solver_sap,
 )
 
-MODULES = [kinematics, dynamics, factorization, integration, sap, pcg, solver_sap, contact_constraints,
-           joint_constraints, loop_constraints]  # fmt: skip
+MODULES = [kinematics, dynamics, factorization, integration, sap, block_cholesky, pcg, solver_sap,
+           contact_constraints, joint_constraints, loop_constraints]  # fmt: skip
 
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)
