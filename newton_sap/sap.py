@@ -302,6 +302,8 @@ def constraint_eval(
         c_vc_out[c] = vc
         c_gamma_out[c] = gamma
         c_G_out[c] = G
+        if cost == 0.0 and wp.dot(gamma, gamma) == 0.0:
+            continue  # no impulse, no cost (a separated contact, an inactive limit): nothing to accumulate
         wp.atomic_add(world_cost_out, w, cost)
         for e in range(nnz):
             wp.atomic_add(jtg_out, c_dof[c, e], wp.dot(c_J[c, e], gamma))
@@ -517,8 +519,9 @@ def predict_stiction(
             continue
         nnz = c_nnz[c]
         G = c_G[c]
-        if world_plain_newton[w] == 1:
-            c_G_model_out[c] = G
+        gamma = c_gamma[c]
+        if world_plain_newton[w] == 1 or wp.dot(gamma, gamma) == 0.0:
+            c_G_model_out[c] = G  # no impulse (separated): not sliding, so no prediction
             continue
         dvc = wp.vec3(0.0)
         for e in range(nnz):
@@ -527,7 +530,7 @@ def predict_stiction(
         if constraint_predicts_stiction(c_kind[c], vc, dvc, c_vhat[c], c_R[c], c_param[c]) == 1:
             gamma_model, G_model = linear_branch_impulse(vc, c_vhat[c], c_R[c])
             G = G_model
-            change = gamma_model - c_gamma[c]
+            change = gamma_model - gamma
             for e in range(nnz):
                 wp.atomic_add(grad_model_out, c_dof[c, e], -wp.dot(c_J[c, e], change))
             world_predicted_out[w] = 1
