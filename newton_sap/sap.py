@@ -1015,16 +1015,6 @@ class SapSolver:
             outputs=[self.world_fill, self.world_constraints, self.used_slots, self.used_count],
             device=dev,
         )
-        if self.tree_ldlt:
-            wp.copy(self.world_tree_local, self.world_tree_local_default)
-            wp.launch(
-                flag_coupling_constraints,
-                dim=self.slot_threads,
-                inputs=[T.dof_parent, T.dof_depth, self.slots_per_thread, self.used_count, self.used_slots,
-                        self.c_world, self.c_nnz, self.c_dof],
-                outputs=[self.world_tree_local],
-                device=dev,
-            )  # fmt: skip
 
     def _matvec(self, A_rows, x, y) -> None:
         """``y = A x`` (sparse rows)."""
@@ -1057,19 +1047,36 @@ class SapSolver:
             return self.v
         wp.launch(init_velocity, dim=ndof, inputs=[T.dof_world, self.world_active, v0, v_star], outputs=[self.v],
                   device=dev)  # fmt: skip
+        self.iteration_count.zero_()
+        args = {"A_rows": A_rows, "tree_blocks": tree_blocks, "v_ref": v_ref, "tau": tau, "dt": dt}
+        wp.capture_if(self.any_active, self._evaluate, **args)
+        wp.capture_if(self.any_active, self._prepare_directions, A_rows=A_rows)
+        wp.capture_while(self.any_active, self._newton_iteration, **args)
+        return self.v
+
+    def _prepare_directions(self, A_rows) -> None:
+        """What the Newton directions of this step need, once some world iterates (a resting scene stops at
+        the first check without it): A in the dense world blocks, and the worlds whose constraints each act
+        along one chain (the CPU's tree LDLᵀ of H)."""
+        T, dev = self.T, self.device
         wp.launch(
             scatter_world_dense,
-            dim=ndof,
+            dim=self.topo.dof_count,
             inputs=[T.dof_parent, T.dof_depth, T.dof_row_start, T.dof_world, T.world_dof_start, T.world_dense_offset,
                     A_rows],
             outputs=[self.A_world],
             device=dev,
         )  # fmt: skip
-        self.iteration_count.zero_()
-        args = {"A_rows": A_rows, "tree_blocks": tree_blocks, "v_ref": v_ref, "tau": tau, "dt": dt}
-        wp.capture_if(self.any_active, self._evaluate, **args)
-        wp.capture_while(self.any_active, self._newton_iteration, **args)
-        return self.v
+        if self.tree_ldlt:
+            wp.copy(self.world_tree_local, self.world_tree_local_default)
+            wp.launch(
+                flag_coupling_constraints,
+                dim=self.slot_threads,
+                inputs=[T.dof_parent, T.dof_depth, self.slots_per_thread, self.used_count, self.used_slots,
+                        self.c_world, self.c_nnz, self.c_dof],
+                outputs=[self.world_tree_local],
+                device=dev,
+            )  # fmt: skip
 
     def _newton_iteration(self, A_rows, tree_blocks, v_ref, tau, dt: float) -> None:
         """One Newton iteration of the worlds still iterating: the step, then the stopping criteria at the
