@@ -53,7 +53,12 @@ def test_non_convergence_is_flagged_or_raised():
         strict.step(0.01, 5)
 
 
-def test_nan_world_with_contacts_does_not_spread():
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"dense_world_max_dofs": 0}, {"dense_world_max_dofs": 0, "block_cholesky_max_dofs": 0}],
+    ids=["dense", "block Cholesky", "PCG"],
+)
+def test_nan_world_with_contacts_does_not_spread(options):
     robot = newton.ModelBuilder()
     with_material(robot, 0.5)
     for k in range(2):
@@ -65,9 +70,9 @@ def test_nan_world_with_contacts_does_not_spread():
     scene.add_ground_plane()  # shared by the three worlds
     model = scene.finalize()
     qd0 = np.tile([0.3, 0, 0, 0, 0, 0.5], 6).astype(np.float32)
-    clean = Run(model, qd0=qd0)
+    clean = Run(model, qd0=qd0, **options)
     clean.step(0.01, 3)
-    broken = Run(model, qd0=qd0)
+    broken = Run(model, qd0=qd0, **options)
     q = broken.s0.joint_q.numpy()
     q[14 + 2] = np.nan  # world 1, first box height
     broken.s0.joint_q.assign(q)
