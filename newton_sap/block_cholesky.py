@@ -218,10 +218,13 @@ def _factor(
     later: wp.array(dtype=wp.int32),
     later_count: wp.array(dtype=wp.int32),
     L: wp.array(dtype=float),
+    inv_diag: wp.array(dtype=float),
 ):
     """Right-looking block Cholesky in the elimination order: per tree k, ``L_kk = chol(H_kk)``,
     ``L_ik = H_ik L_kk⁻ᵀ`` for its later neighbours i, and ``H_ij −= L_ik L_jkᵀ`` for each pair of them.
-    A non-positive pivot (H not positive definite: broken input) leaves NaN, which the line search flags."""
+    ``inv_diag`` [dof] keeps the reciprocals of L's diagonal (multiplications replace the divisions of the
+    substitutions, which would chain their latencies). A non-positive pivot (H not positive definite:
+    broken input) leaves NaN, which the line search flags."""
     for r in range(T):
         k = tree_order[t0 + r]
         rk = tree_dof_start[t0 + k] - s
@@ -232,11 +235,13 @@ def _factor(
                 d -= L[off + (rk + j) * n + rk + p] * L[off + (rk + j) * n + rk + p]
             d = wp.sqrt(d)
             L[off + (rk + j) * n + rk + j] = d
+            inv_d = 1.0 / d
+            inv_diag[s + rk + j] = inv_d
             for i in range(j + 1, nk):
                 acc = L[off + (rk + i) * n + rk + j]
                 for p in range(j):
                     acc -= L[off + (rk + i) * n + rk + p] * L[off + (rk + j) * n + rk + p]
-                L[off + (rk + i) * n + rk + j] = acc / d
+                L[off + (rk + i) * n + rk + j] = acc * inv_d
         row_k = pairs + k * T
         count = later_count[t0 + k]
         for m in range(count):  # L_ik = H_ik L_kk⁻ᵀ, row by row
@@ -247,7 +252,7 @@ def _factor(
                     acc = L[row + j]
                     for p in range(j):
                         acc -= L[row + p] * L[off + (rk + j) * n + rk + p]
-                    L[row + j] = acc / L[off + (rk + j) * n + rk + j]
+                    L[row + j] = acc * inv_diag[s + rk + j]
         for m in range(count):  # Schur complement on the stored part of each neighbour pair
             i = later[row_k + m]
             ri = tree_dof_start[t0 + i] - s
@@ -256,17 +261,40 @@ def _factor(
                 if tree_rank[t0 + j] > tree_rank[t0 + i]:
                     continue
                 rj = tree_dof_start[t0 + j] - s
-                for a in range(tree_dof_count[t0 + i]):
-                    nb = tree_dof_count[t0 + j]
+                nj = tree_dof_count[t0 + j]
+                na = tree_dof_count[t0 + i]
+                for a in range(0, na, 2):  # 2×2 tiles: four independent sums share their loads
+                    a1 = wp.min(a + 1, na - 1)
+                    nb = nj
                     if i == j:
-                        nb = a + 1
-                    row_a = off + (ri + a) * n
-                    for b in range(nb):
-                        row_b = off + (rj + b) * n + rk
-                        acc = float(0.0)
+                        nb = a1 + 1  # the diagonal block: lower triangle only
+                    row_a0 = off + (ri + a) * n
+                    row_a1 = off + (ri + a1) * n
+                    for b in range(0, nb, 2):
+                        b1 = wp.min(b + 1, nb - 1)
+                        row_b0 = off + (rj + b) * n + rk
+                        row_b1 = off + (rj + b1) * n + rk
+                        s00 = float(0.0)
+                        s01 = float(0.0)
+                        s10 = float(0.0)
+                        s11 = float(0.0)
                         for p in range(nk):
-                            acc += L[row_a + rk + p] * L[row_b + p]
-                        L[row_a + rj + b] = L[row_a + rj + b] - acc
+                            x0 = L[row_a0 + rk + p]
+                            x1 = L[row_a1 + rk + p]
+                            y0 = L[row_b0 + p]
+                            y1 = L[row_b1 + p]
+                            s00 += x0 * y0
+                            s01 += x0 * y1
+                            s10 += x1 * y0
+                            s11 += x1 * y1
+                        if i != j or b <= a:
+                            L[row_a0 + rj + b] = L[row_a0 + rj + b] - s00
+                        if b1 > b and (i != j or b1 <= a):
+                            L[row_a0 + rj + b1] = L[row_a0 + rj + b1] - s01
+                        if a1 > a:
+                            L[row_a1 + rj + b] = L[row_a1 + rj + b] - s10
+                            if b1 > b:
+                                L[row_a1 + rj + b1] = L[row_a1 + rj + b1] - s11
 
 
 @wp.func
@@ -283,6 +311,7 @@ def _solve(
     later: wp.array(dtype=wp.int32),
     later_count: wp.array(dtype=wp.int32),
     L: wp.array(dtype=float),
+    inv_diag: wp.array(dtype=float),
     x: wp.array(dtype=float),
 ):
     """``x ← (L Lᵀ)⁻¹ x`` over the world's dofs: forward substitution in the elimination order (each solved
@@ -295,7 +324,7 @@ def _solve(
             acc = x[s + rk + j]
             for p in range(j):
                 acc -= L[off + (rk + j) * n + rk + p] * x[s + rk + p]
-            x[s + rk + j] = acc / L[off + (rk + j) * n + rk + j]
+            x[s + rk + j] = acc * inv_diag[s + rk + j]
         for m in range(later_count[t0 + k]):
             i = later[pairs + k * T + m]
             ri = tree_dof_start[t0 + i] - s
@@ -321,7 +350,7 @@ def _solve(
             acc = x[s + rk + j]
             for p in range(j + 1, nk):
                 acc -= L[off + (rk + p) * n + rk + j] * x[s + rk + p]
-            x[s + rk + j] = acc / L[off + (rk + j) * n + rk + j]
+            x[s + rk + j] = acc * inv_diag[s + rk + j]
 
 
 @wp.kernel
@@ -349,7 +378,7 @@ def world_block_cholesky(
     c_J: wp.array2d(dtype=wp.vec3),
     A_rows: wp.array(dtype=float),
     grad: wp.array(dtype=float),
-    # outputs (pattern, later, tree_degree, tree_rank, tree_order, tree_later_count, L: scratch)
+    # outputs (pattern, later, tree_degree, tree_rank, tree_order, tree_later_count, L, inv_diag: scratch)
     pattern: wp.array(dtype=wp.int32),
     later: wp.array(dtype=wp.int32),
     tree_degree: wp.array(dtype=wp.int32),
@@ -357,6 +386,7 @@ def world_block_cholesky(
     tree_order: wp.array(dtype=wp.int32),
     tree_later_count: wp.array(dtype=wp.int32),
     L: wp.array(dtype=float),
+    inv_diag: wp.array(dtype=float),
     dv_out: wp.array(dtype=float),
 ):
     """One thread per active block-Cholesky world (not solved by the tree LDLᵀ this step):
@@ -377,7 +407,9 @@ def world_block_cholesky(
     _assemble(s, n, t0, T, pairs, off, begin, end, tree_dof_start, tree_dof_count, dof_tree, dof_parent, dof_depth,
               dof_row_start, A_rows, world_constraints, c_G, c_nnz, c_dof, c_J, tree_rank, later, tree_later_count,
               L)  # fmt: skip
-    _factor(s, n, t0, T, pairs, off, tree_dof_start, tree_dof_count, tree_rank, tree_order, later, tree_later_count, L)
+    _factor(s, n, t0, T, pairs, off, tree_dof_start, tree_dof_count, tree_rank, tree_order, later, tree_later_count, L,
+            inv_diag)  # fmt: skip
     for i in range(s, s + n):
         dv_out[i] = -grad[i]
-    _solve(s, n, t0, T, pairs, off, tree_dof_start, tree_dof_count, tree_order, later, tree_later_count, L, dv_out)
+    _solve(s, n, t0, T, pairs, off, tree_dof_start, tree_dof_count, tree_order, later, tree_later_count, L, inv_diag,
+           dv_out)  # fmt: skip

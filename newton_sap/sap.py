@@ -863,6 +863,7 @@ class SapSolver:
         # tree-block sparse Cholesky (block_cholesky.py): factor storage and per-world scratch
         self.uses_block_cholesky = topology.world_block_size > 0
         self.block_L = zeros(max(topology.world_block_size, 1))
+        self.block_inv_diag = zeros(ndof)
         self.block_pattern = zeros(max(topology.world_pair_size, 1), wp.int32)
         self.block_later = zeros(max(topology.world_pair_size, 1), wp.int32)
         for name in ("tree_degree", "tree_rank", "tree_order", "tree_later_count"):
@@ -1244,8 +1245,7 @@ class SapSolver:
                         active, self.world_tree_local, self.world_constraint_start, self.world_constraint_count,
                         self.world_constraints, G, self.c_nnz, self.c_dof, self.c_J, A_rows, grad],
                 outputs=[self.block_pattern, self.block_later, self.tree_degree, self.tree_rank, self.tree_order,
-                         self.tree_later_count,
-                         self.block_L, dv],
+                         self.tree_later_count, self.block_L, self.block_inv_diag, dv],
                 device=dev,
             )  # fmt: skip
         if self.uses_pcg:
