@@ -10,9 +10,9 @@ gives the exact Newton direction that conjugate gradients approach in tens of it
 
 One thread per world (``world_block_cholesky``) runs the whole solve each Newton iteration: the graph of
 the rows with curvature, the ordering, the assembly of the pattern's blocks, the factorization and the
-two triangular solves. Blocks live in a dense ``n × n`` array per world at their dof positions (row tree
-later in the order than column tree; diagonal blocks lower triangle): no symbolic allocation, only the
-pattern's blocks are written or read.
+two triangular solves. L's blocks are packed in the world's pool column by column in elimination order
+(``_place_blocks``), so each solve sweeps one compact range of its ``n × n`` allotment (enough for any
+pattern); measured 5 % faster than the blocks at their dense positions (pile, 64 and 1024 worlds).
 """
 
 from __future__ import annotations
@@ -117,9 +117,38 @@ def _minimum_degree_order(
 
 
 @wp.func
+def _place_blocks(
+    t0: int,
+    T: int,
+    pairs: int,
+    tree_dof_count: wp.array(dtype=wp.int32),
+    tree_order: wp.array(dtype=wp.int32),
+    later: wp.array(dtype=wp.int32),
+    later_count: wp.array(dtype=wp.int32),
+    block_index: wp.array(dtype=wp.int32),
+):
+    """Offsets of L's blocks in the world's pool, ``block_index[pairs + i·T + k]`` for the rows of tree i and
+    the columns of tree k (i = k: the diagonal block; else i is eliminated after k), each row-major with
+    k's dof count as row length: column by column in elimination order, the diagonal block first, so the
+    factorization and the substitutions sweep the pool forwards (backwards). Returns the floats used."""
+    cursor = int(0)
+    for r in range(T):
+        k = tree_order[t0 + r]
+        nk = tree_dof_count[t0 + k]
+        block_index[pairs + k * T + k] = cursor
+        cursor += nk * nk
+        for m in range(later_count[t0 + k]):
+            i = later[pairs + k * T + m]
+            block_index[pairs + i * T + k] = cursor
+            cursor += tree_dof_count[t0 + i] * nk
+    return cursor
+
+
+@wp.func
 def _assemble(
     s: int,
     n: int,
+    size: int,
     t0: int,
     T: int,
     pairs: int,
@@ -139,30 +168,22 @@ def _assemble(
     c_dof: wp.array2d(dtype=wp.int32),
     c_J: wp.array2d(dtype=wp.vec3),
     tree_rank: wp.array(dtype=wp.int32),
-    later: wp.array(dtype=wp.int32),
-    later_count: wp.array(dtype=wp.int32),
+    block_index: wp.array(dtype=wp.int32),
     L: wp.array(dtype=float),
 ):
-    """The pattern's blocks of H (row tree ranked after column tree; diagonal blocks lower triangle) at
-    ``L[off + (row − s)·n + (col − s)]``: zeroed, then A's entries, then ``Jᵀ G J`` of the rows with
-    curvature."""
-    for b in range(T):
-        rb = tree_dof_start[t0 + b] - s
-        nb = tree_dof_count[t0 + b]
-        for m in range(-1, later_count[t0 + b]):  # the diagonal block, then b's column of blocks
-            a = b
-            if m >= 0:
-                a = later[pairs + b * T + m]
-            ra = tree_dof_start[t0 + a] - s
-            for i in range(tree_dof_count[t0 + a]):
-                for j in range(nb):
-                    L[off + (ra + i) * n + rb + j] = 0.0
+    """The blocks of H in L's layout (``_place_blocks``; diagonal blocks lower triangle): the pool's first
+    ``size`` floats zeroed, then A's entries, then ``Jᵀ G J`` of the rows with curvature."""
+    for q in range(size):
+        L[off + q] = 0.0
     for i in range(s, s + n):  # A: row i holds i's ancestors j (same tree, j < i)
+        t = dof_tree[i]
+        first = tree_dof_start[t]
+        row = off + block_index[pairs + (t - t0) * T + (t - t0)] + (i - first) * tree_dof_count[t] - first
         rs = dof_row_start[i]
         di = dof_depth[i]
         j = i
         while j >= 0:
-            L[off + (i - s) * n + j - s] = A_rows[rs + di - dof_depth[j]]
+            L[row + j] = A_rows[rs + di - dof_depth[j]]
             j = dof_parent[j]
     for k in range(begin, end):
         c = world_constraints[k]
@@ -171,22 +192,15 @@ def _assemble(
             continue
         nnz = c_nnz[c]
         second = _second_walk(c, nnz, c_dof, dof_parent)
-        rank_first = tree_rank[dof_tree[c_dof[c, 0]]]
-        rank_second = rank_first
+        tree_first = dof_tree[c_dof[c, 0]]
+        tree_second = tree_first
         if second < nnz:
-            rank_second = tree_rank[dof_tree[c_dof[c, second]]]
+            tree_second = dof_tree[c_dof[c, second]]
         for e in range(nnz):
             de = c_dof[c, e]
             GJe = G * c_J[c, e]
-            row = off + (de - s) * n - s
-            if rank_first == rank_second:  # one tree (one walk, or two branches): the lower triangle
-                for f in range(nnz):
-                    df = c_dof[c, f]
-                    if df <= de:
-                        L[row + df] = L[row + df] + wp.dot(c_J[c, f], GJe)
-                continue
-            # two trees: e's own walk from e on (e's ancestors: lower triangle), and the whole other walk
-            # when e's tree ranks later
+            own = tree_first
+            other = tree_second
             walk_end = nnz
             other_begin = 0
             other_end = second
@@ -194,10 +208,27 @@ def _assemble(
                 walk_end = second
                 other_begin = second
                 other_end = nnz
+            else:
+                own = tree_second
+                other = tree_first
+            first = tree_dof_start[own]
+            n_own = tree_dof_count[own]
+            row = off + block_index[pairs + (own - t0) * T + (own - t0)] + (de - first) * n_own - first
+            if tree_first == tree_second:  # one tree (one walk, or two branches): the lower triangle
+                for f in range(nnz):
+                    df = c_dof[c, f]
+                    if df <= de:
+                        L[row + df] = L[row + df] + wp.dot(c_J[c, f], GJe)
+                continue
+            # two trees: e's own walk from e on (e's ancestors: lower triangle), and the whole other walk
+            # when e's tree is eliminated later
             for f in range(e, walk_end):
                 df = c_dof[c, f]
                 L[row + df] = L[row + df] + wp.dot(c_J[c, f], GJe)
-            if (e < second) == (rank_first > rank_second):
+            if tree_rank[own] > tree_rank[other]:
+                first_other = tree_dof_start[other]
+                n_other = tree_dof_count[other]
+                row = off + block_index[pairs + (own - t0) * T + (other - t0)] + (de - first) * n_other - first_other
                 for f in range(other_begin, other_end):
                     df = c_dof[c, f]
                     L[row + df] = L[row + df] + wp.dot(c_J[c, f], GJe)
@@ -205,8 +236,6 @@ def _assemble(
 
 @wp.func
 def _factor(
-    s: int,
-    n: int,
     t0: int,
     T: int,
     pairs: int,
@@ -217,6 +246,7 @@ def _factor(
     tree_order: wp.array(dtype=wp.int32),
     later: wp.array(dtype=wp.int32),
     later_count: wp.array(dtype=wp.int32),
+    block_index: wp.array(dtype=wp.int32),
     L: wp.array(dtype=float),
     inv_diag: wp.array(dtype=float),
 ):
@@ -227,40 +257,42 @@ def _factor(
     broken input) leaves NaN, which the line search flags."""
     for r in range(T):
         k = tree_order[t0 + r]
-        rk = tree_dof_start[t0 + k] - s
+        xk = tree_dof_start[t0 + k]
         nk = tree_dof_count[t0 + k]
+        D = off + block_index[pairs + k * T + k]
         for j in range(nk):  # dense Cholesky of the diagonal block
-            d = L[off + (rk + j) * n + rk + j]
+            d = L[D + j * nk + j]
             for p in range(j):
-                d -= L[off + (rk + j) * n + rk + p] * L[off + (rk + j) * n + rk + p]
+                d -= L[D + j * nk + p] * L[D + j * nk + p]
             d = wp.sqrt(d)
-            L[off + (rk + j) * n + rk + j] = d
+            L[D + j * nk + j] = d
             inv_d = 1.0 / d
-            inv_diag[s + rk + j] = inv_d
+            inv_diag[xk + j] = inv_d
             for i in range(j + 1, nk):
-                acc = L[off + (rk + i) * n + rk + j]
+                acc = L[D + i * nk + j]
                 for p in range(j):
-                    acc -= L[off + (rk + i) * n + rk + p] * L[off + (rk + j) * n + rk + p]
-                L[off + (rk + i) * n + rk + j] = acc * inv_d
+                    acc -= L[D + i * nk + p] * L[D + j * nk + p]
+                L[D + i * nk + j] = acc * inv_d
         row_k = pairs + k * T
         count = later_count[t0 + k]
         for m in range(count):  # L_ik = H_ik L_kk⁻ᵀ, row by row
-            ri = tree_dof_start[t0 + later[row_k + m]] - s
-            for a in range(tree_dof_count[t0 + later[row_k + m]]):
-                row = off + (ri + a) * n + rk
+            i = later[row_k + m]
+            B = off + block_index[pairs + i * T + k]
+            for a in range(tree_dof_count[t0 + i]):
                 for j in range(nk):
-                    acc = L[row + j]
+                    acc = L[B + a * nk + j]
                     for p in range(j):
-                        acc -= L[row + p] * L[off + (rk + j) * n + rk + p]
-                    L[row + j] = acc * inv_diag[s + rk + j]
+                        acc -= L[B + a * nk + p] * L[D + j * nk + p]
+                    L[B + a * nk + j] = acc * inv_diag[xk + j]
         for m in range(count):  # Schur complement on the stored part of each neighbour pair
             i = later[row_k + m]
-            ri = tree_dof_start[t0 + i] - s
+            Bi = off + block_index[pairs + i * T + k]
             for m2 in range(count):
                 j = later[row_k + m2]
                 if tree_rank[t0 + j] > tree_rank[t0 + i]:
                     continue
-                rj = tree_dof_start[t0 + j] - s
+                Bj = off + block_index[pairs + j * T + k]
+                target = off + block_index[pairs + i * T + j]  # rows of i, columns of j
                 nj = tree_dof_count[t0 + j]
                 na = tree_dof_count[t0 + i]
                 for a in range(0, na, 2):  # 2×2 tiles: four independent sums share their loads
@@ -268,39 +300,33 @@ def _factor(
                     nb = nj
                     if i == j:
                         nb = a1 + 1  # the diagonal block: lower triangle only
-                    row_a0 = off + (ri + a) * n
-                    row_a1 = off + (ri + a1) * n
                     for b in range(0, nb, 2):
                         b1 = wp.min(b + 1, nb - 1)
-                        row_b0 = off + (rj + b) * n + rk
-                        row_b1 = off + (rj + b1) * n + rk
                         s00 = float(0.0)
                         s01 = float(0.0)
                         s10 = float(0.0)
                         s11 = float(0.0)
                         for p in range(nk):
-                            x0 = L[row_a0 + rk + p]
-                            x1 = L[row_a1 + rk + p]
-                            y0 = L[row_b0 + p]
-                            y1 = L[row_b1 + p]
+                            x0 = L[Bi + a * nk + p]
+                            x1 = L[Bi + a1 * nk + p]
+                            y0 = L[Bj + b * nk + p]
+                            y1 = L[Bj + b1 * nk + p]
                             s00 += x0 * y0
                             s01 += x0 * y1
                             s10 += x1 * y0
                             s11 += x1 * y1
                         if i != j or b <= a:
-                            L[row_a0 + rj + b] = L[row_a0 + rj + b] - s00
+                            L[target + a * nj + b] = L[target + a * nj + b] - s00
                         if b1 > b and (i != j or b1 <= a):
-                            L[row_a0 + rj + b1] = L[row_a0 + rj + b1] - s01
+                            L[target + a * nj + b1] = L[target + a * nj + b1] - s01
                         if a1 > a:
-                            L[row_a1 + rj + b] = L[row_a1 + rj + b] - s10
+                            L[target + a1 * nj + b] = L[target + a1 * nj + b] - s10
                             if b1 > b:
-                                L[row_a1 + rj + b1] = L[row_a1 + rj + b1] - s11
+                                L[target + a1 * nj + b1] = L[target + a1 * nj + b1] - s11
 
 
 @wp.func
 def _solve(
-    s: int,
-    n: int,
     t0: int,
     T: int,
     pairs: int,
@@ -310,6 +336,7 @@ def _solve(
     tree_order: wp.array(dtype=wp.int32),
     later: wp.array(dtype=wp.int32),
     later_count: wp.array(dtype=wp.int32),
+    block_index: wp.array(dtype=wp.int32),
     L: wp.array(dtype=float),
     inv_diag: wp.array(dtype=float),
     x: wp.array(dtype=float),
@@ -318,39 +345,43 @@ def _solve(
     block updates its later neighbours), then backward (each block gathers from its later neighbours)."""
     for r in range(T):
         k = tree_order[t0 + r]
-        rk = tree_dof_start[t0 + k] - s
+        xk = tree_dof_start[t0 + k]
         nk = tree_dof_count[t0 + k]
+        D = off + block_index[pairs + k * T + k]
         for j in range(nk):
-            acc = x[s + rk + j]
+            acc = x[xk + j]
             for p in range(j):
-                acc -= L[off + (rk + j) * n + rk + p] * x[s + rk + p]
-            x[s + rk + j] = acc * inv_diag[s + rk + j]
+                acc -= L[D + j * nk + p] * x[xk + p]
+            x[xk + j] = acc * inv_diag[xk + j]
         for m in range(later_count[t0 + k]):
             i = later[pairs + k * T + m]
-            ri = tree_dof_start[t0 + i] - s
+            xi = tree_dof_start[t0 + i]
+            B = off + block_index[pairs + i * T + k]
             for a in range(tree_dof_count[t0 + i]):
                 acc = float(0.0)
                 for p in range(nk):
-                    acc += L[off + (ri + a) * n + rk + p] * x[s + rk + p]
-                x[s + ri + a] = x[s + ri + a] - acc
+                    acc += L[B + a * nk + p] * x[xk + p]
+                x[xi + a] = x[xi + a] - acc
     for r2 in range(T):
         r = T - 1 - r2
         k = tree_order[t0 + r]
-        rk = tree_dof_start[t0 + k] - s
+        xk = tree_dof_start[t0 + k]
         nk = tree_dof_count[t0 + k]
+        D = off + block_index[pairs + k * T + k]
         for m in range(later_count[t0 + k]):
             i = later[pairs + k * T + m]
-            ri = tree_dof_start[t0 + i] - s
+            xi = tree_dof_start[t0 + i]
+            B = off + block_index[pairs + i * T + k]
             for a in range(tree_dof_count[t0 + i]):
-                xa = x[s + ri + a]
+                xa = x[xi + a]
                 for p in range(nk):
-                    x[s + rk + p] = x[s + rk + p] - L[off + (ri + a) * n + rk + p] * xa
+                    x[xk + p] = x[xk + p] - L[B + a * nk + p] * xa
         for j2 in range(nk):
             j = nk - 1 - j2
-            acc = x[s + rk + j]
+            acc = x[xk + j]
             for p in range(j + 1, nk):
-                acc -= L[off + (rk + p) * n + rk + j] * x[s + rk + p]
-            x[s + rk + j] = acc * inv_diag[s + rk + j]
+                acc -= L[D + p * nk + j] * x[xk + p]
+            x[xk + j] = acc * inv_diag[xk + j]
 
 
 @wp.kernel
@@ -378,9 +409,11 @@ def world_block_cholesky(
     c_J: wp.array2d(dtype=wp.vec3),
     A_rows: wp.array(dtype=float),
     grad: wp.array(dtype=float),
-    # outputs (pattern, later, tree_degree, tree_rank, tree_order, tree_later_count, L, inv_diag: scratch)
+    # outputs (pattern, later, block_index, tree_degree, tree_rank, tree_order, tree_later_count, L, inv_diag:
+    # scratch)
     pattern: wp.array(dtype=wp.int32),
     later: wp.array(dtype=wp.int32),
+    block_index: wp.array(dtype=wp.int32),
     tree_degree: wp.array(dtype=wp.int32),
     tree_rank: wp.array(dtype=wp.int32),
     tree_order: wp.array(dtype=wp.int32),
@@ -404,12 +437,13 @@ def world_block_cholesky(
     end = begin + world_constraint_count[w]
     _mark_rows_graph(t0, T, pairs, begin, end, world_constraints, c_G, c_nnz, c_dof, dof_tree, dof_parent, pattern)
     _minimum_degree_order(t0, T, pairs, pattern, tree_degree, tree_rank, tree_order, later, tree_later_count)
-    _assemble(s, n, t0, T, pairs, off, begin, end, tree_dof_start, tree_dof_count, dof_tree, dof_parent, dof_depth,
-              dof_row_start, A_rows, world_constraints, c_G, c_nnz, c_dof, c_J, tree_rank, later, tree_later_count,
+    size = _place_blocks(t0, T, pairs, tree_dof_count, tree_order, later, tree_later_count, block_index)
+    _assemble(s, n, size, t0, T, pairs, off, begin, end, tree_dof_start, tree_dof_count, dof_tree, dof_parent,
+              dof_depth, dof_row_start, A_rows, world_constraints, c_G, c_nnz, c_dof, c_J, tree_rank, block_index,
               L)  # fmt: skip
-    _factor(s, n, t0, T, pairs, off, tree_dof_start, tree_dof_count, tree_rank, tree_order, later, tree_later_count, L,
-            inv_diag)  # fmt: skip
+    _factor(t0, T, pairs, off, tree_dof_start, tree_dof_count, tree_rank, tree_order, later, tree_later_count,
+            block_index, L, inv_diag)  # fmt: skip
     for i in range(s, s + n):
         dv_out[i] = -grad[i]
-    _solve(s, n, t0, T, pairs, off, tree_dof_start, tree_dof_count, tree_order, later, tree_later_count, L, inv_diag,
-           dv_out)  # fmt: skip
+    _solve(t0, T, pairs, off, tree_dof_start, tree_dof_count, tree_order, later, tree_later_count, block_index, L,
+           inv_diag, dv_out)  # fmt: skip

@@ -866,6 +866,7 @@ class SapSolver:
         self.block_inv_diag = zeros(ndof)
         self.block_pattern = zeros(max(topology.world_pair_size, 1), wp.int32)
         self.block_later = zeros(max(topology.world_pair_size, 1), wp.int32)
+        self.block_index = zeros(max(topology.world_pair_size, 1), wp.int32)
         for name in ("tree_degree", "tree_rank", "tree_order", "tree_later_count"):
             setattr(self, name, zeros(max(topology.tree_count, 1), wp.int32))
         # block preconditioner: dense tree blocks in the layout of the free-motion tree blocks
@@ -1244,8 +1245,8 @@ class SapSolver:
                         T.tree_dof_start, T.tree_dof_count, T.dof_tree, T.dof_parent, T.dof_depth, T.dof_row_start,
                         active, self.world_tree_local, self.world_constraint_start, self.world_constraint_count,
                         self.world_constraints, G, self.c_nnz, self.c_dof, self.c_J, A_rows, grad],
-                outputs=[self.block_pattern, self.block_later, self.tree_degree, self.tree_rank, self.tree_order,
-                         self.tree_later_count, self.block_L, self.block_inv_diag, dv],
+                outputs=[self.block_pattern, self.block_later, self.block_index, self.tree_degree, self.tree_rank,
+                         self.tree_order, self.tree_later_count, self.block_L, self.block_inv_diag, dv],
                 device=dev,
             )  # fmt: skip
         if self.uses_pcg:
