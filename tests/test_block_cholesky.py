@@ -35,10 +35,38 @@ def hinged_board_with_objects(worlds=2):
     return b.finalize()
 
 
+def pinned_arms_on_ground():
+    """A floating base on the ground with two hinged arms whose tips are pinned together by a ball joint
+    outside the articulation: the loop rows run along two branches of one tree (both down to the base)."""
+    b = newton.ModelBuilder()
+    inertia = wp.mat33(1e-3, 0, 0, 0, 1e-3, 0, 0, 0, 1e-3)
+    base = b.add_link(xform=wp.transform((0.0, 0.0, 0.05), wp.quat_identity()))
+    b.add_shape_box(base, hx=0.3, hy=0.1, hz=0.05, cfg=newton.ModelBuilder.ShapeConfig(mu=0.5))
+    y, alpha = (0.0, 1.0, 0.0), np.pi / 4
+    arm = 0.2 / np.sin(alpha)
+    left = b.add_link(mass=0.5, com=wp.vec3(0.0, 0.0, arm / 2), inertia=inertia)
+    right = b.add_link(mass=0.5, com=wp.vec3(0.0, 0.0, arm / 2), inertia=inertia)
+    joints = [
+        b.add_joint_free(base),
+        b.add_joint_revolute(base, left, axis=y, parent_xform=wp.transform((-0.2, 0.0, 0.05), wp.quat_identity())),
+        b.add_joint_revolute(base, right, axis=y, parent_xform=wp.transform((0.2, 0.0, 0.05), wp.quat_identity())),
+    ]
+    b.add_articulation(joints)
+    tip = wp.transform((0.0, 0.0, arm), wp.quat_identity())
+    b.add_joint_ball(left, right, parent_xform=tip, child_xform=tip, label="tips")
+    b.add_ground_plane()
+    model = b.finalize()
+    q = model.joint_q.numpy()
+    q[7:9] = [alpha, -alpha]
+    model.joint_q.assign(q)
+    return model
+
+
 SCENES = {
     "box stack": (lambda: box_on_ground(boxes=5, mu=0.5), [0.3, 0, 0, 0, 0, 0.5] * 5),
     "sphere bin": (lambda: sphere_bin(10), None),
     "hinged board": (hinged_board_with_objects, None),
+    "pinned arms": (pinned_arms_on_ground, [0.0, 0.5, 0.0, 0.2, 0.0, 0.0, 1.0, -1.0]),
 }
 
 
