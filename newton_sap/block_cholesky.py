@@ -19,17 +19,9 @@ from __future__ import annotations
 
 import warp as wp
 
+from .jacobian import second_walk
+
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
-
-
-@wp.func
-def _second_walk(c: int, nnz: int, c_dof: wp.array2d(dtype=wp.int32), dof_parent: wp.array(dtype=wp.int32)):
-    """Entry where row c's second chain walk starts (``nnz``: one walk). A row's entries are at most two
-    walks, each dof followed by its parent (``jacobian.py``), so each walk lies in one tree."""
-    for e in range(1, nnz):
-        if c_dof[c, e] != dof_parent[c_dof[c, e - 1]]:
-            return e
-    return nnz
 
 
 @wp.func
@@ -59,7 +51,7 @@ def _mark_rows_graph(
         nnz = c_nnz[c]
         if wp.ddot(G, G) == 0.0:
             continue
-        second = _second_walk(c, nnz, c_dof, dof_parent)
+        second = second_walk(c, nnz, c_dof, dof_parent)
         if second < nnz:
             a = dof_tree[c_dof[c, 0]] - t0
             b = dof_tree[c_dof[c, second]] - t0
@@ -191,7 +183,7 @@ def _assemble(
         if wp.ddot(G, G) == 0.0:
             continue
         nnz = c_nnz[c]
-        second = _second_walk(c, nnz, c_dof, dof_parent)
+        second = second_walk(c, nnz, c_dof, dof_parent)
         tree_first = dof_tree[c_dof[c, 0]]
         tree_second = tree_first
         if second < nnz:

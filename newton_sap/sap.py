@@ -54,6 +54,7 @@ from .constraints.dispatch import (
 )
 from .contact_constraints import contact_rows
 from .factorization import solve_tree_systems, sparse_matvec, uses_tree_ldlt
+from .jacobian import second_walk
 from .joint_constraints import SLOTS_PER_DOF, joint_constraint_rows
 from .loop_constraints import loop_rows
 from .pcg import CG_LOOSEST_TOLERANCE, CG_MODEL_LOOSEST_TOLERANCE, precond_diag_init, tree_factor_kernel, world_pcg
@@ -246,11 +247,8 @@ def flag_coupling_constraints(
     for k in range(begin, end):
         c = used_slots[k]
         nnz = c_nnz[c]
-        second = int(-1)  # entry where the second walk starts
-        for e in range(1, nnz):
-            if second < 0 and c_dof[c, e] != dof_parent[c_dof[c, e - 1]]:
-                second = e
-        if second < 0:
+        second = second_walk(c, nnz, c_dof, dof_parent)
+        if second == nnz:
             continue
         x = c_dof[c, 0]
         y = c_dof[c, second]
