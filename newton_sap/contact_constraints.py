@@ -64,7 +64,7 @@ def contact_rows(
     body_world: wp.array(dtype=wp.int32),
     body_last_dof: wp.array(dtype=wp.int32),
     dof_parent: wp.array(dtype=wp.int32),
-    dof_body: wp.array(dtype=wp.int32),
+    dof_tree: wp.array(dtype=wp.int32),
     dof_row_start: wp.array(dtype=wp.int32),
     # options
     slots_per_thread: int,
@@ -84,7 +84,8 @@ def contact_rows(
     contact_margin0: wp.array(dtype=float),
     contact_margin1: wp.array(dtype=float),
     body_q: wp.array(dtype=wp.transform),
-    dof_S: wp.array(dtype=wp.spatial_vector),
+    tree_ref: wp.array(dtype=wp.vec3),
+    dof_S_tree: wp.array(dtype=wp.spatial_vector),
     A_rows: wp.array(dtype=float),
     # outputs
     c_world_out: wp.array(dtype=wp.int32),
@@ -143,7 +144,7 @@ def contact_rows(
         R_CW = wp.transpose(R_WC)
 
         # Jacobian entries along both chains, and the Delassus estimate from diag(A)
-        e, w = chain_rows(c, d1, d0, R_CW, p, 0, body_q, dof_parent, dof_body, dof_S, dof_row_start, A_rows,
+        e, w = chain_rows(c, d1, d0, R_CW, p, 0, tree_ref, dof_tree, dof_parent, dof_S_tree, dof_row_start, A_rows,
                           c_dof_out, c_J_out)  # fmt: skip
 
         k_pair, tau, mu = pair_parameters(

@@ -56,6 +56,9 @@ def body_inertia_and_bias(
     body_joint: wp.array(dtype=wp.int32),
     joint_type: wp.array(dtype=wp.int32),
     joint_qd_start: wp.array(dtype=wp.int32),
+    body_last_dof: wp.array(dtype=wp.int32),
+    dof_parent: wp.array(dtype=wp.int32),
+    dof_body: wp.array(dtype=wp.int32),
     # inputs
     include_external: int,
     body_q_in: wp.array(dtype=wp.transform),
@@ -63,16 +66,20 @@ def body_inertia_and_bias(
     body_bias_acc_in: wp.array(dtype=wp.spatial_vector),
     body_f_in: wp.array(dtype=wp.spatial_vector),
     joint_f_in: wp.array(dtype=float),
+    dof_S_in: wp.array(dtype=wp.spatial_vector),
     tree_ref_in: wp.array(dtype=wp.vec3),
     # outputs
     composite_inertia_out: wp.array(dtype=Inertia10),
     composite_force_out: wp.array(dtype=wp.spatial_vector),
+    dof_S_tree_out: wp.array(dtype=wp.spatial_vector),
 ):
     """Per moving body, about its tree point r: the 10-number inertia ``I_b`` and the RNE bias wrench
     ``f_b = I_b Ā_b + V̄_b ×* I_b V̄_b − f_ext`` with ``Ā_b`` the bias acceleration shifted to r minus
     gravity (uniform field: ``[0; −g]``). ``f_ext = [f; τ]`` [N, N·m] at the COM, world axes: the
     ``joint_f`` of the body's FREE/DISTANCE joint (Newton's convention) plus, when
-    ``include_external = 1``, ``body_f``. Both seed the composite (subtree) sums."""
+    ``include_external = 1``, ``body_f``. Both seed the composite (subtree) sums. Also the motion
+    columns of the body's own joint about r, ``S̄_k = [ω_k; v_k + ω_k × (r − p_b)]``, which CRBA and
+    the constraint Jacobians read without the body pose."""
     k = wp.tid()
     b = tree_bodies[k]
     r = tree_ref_in[body_tree[b]]
@@ -97,6 +104,12 @@ def body_inertia_and_bias(
     f = f - wp.spatial_vector(te + wp.cross(c - r, fe), fe)
     composite_inertia_out[b] = I10
     composite_force_out[b] = f
+    d = body_last_dof[b]
+    while d >= 0:
+        if dof_body[d] != b:
+            break  # an ancestor's dof (b's own joint has fewer, or none)
+        dof_S_tree_out[d] = twist_shift(dof_S_in[d], r - p)
+        d = dof_parent[d]
 
 
 @wp.kernel
@@ -139,9 +152,7 @@ def mass_matrix_rows(
     passive: int,
     joint_q_in: wp.array(dtype=float),
     v0_in: wp.array(dtype=float),
-    body_q_in: wp.array(dtype=wp.transform),
-    dof_S_in: wp.array(dtype=wp.spatial_vector),
-    tree_ref_in: wp.array(dtype=wp.vec3),
+    dof_S_tree_in: wp.array(dtype=wp.spatial_vector),
     composite_inertia_in: wp.array(dtype=Inertia10),
     composite_force_in: wp.array(dtype=wp.spatial_vector),
     internal_f_in: wp.array(dtype=float),
@@ -152,8 +163,8 @@ def mass_matrix_rows(
 ):
     """Row i of A and ``τ_i``, one thread per dof.
 
-    ``S̄_i`` is S_i shifted to the tree point; ``F_i = I^c_{b(i)} S̄_i``; for j on i's dof chain
-    ``M_ij = S̄_jᵀ F_i`` (only the subtree of b(i) is moved by both). Armature [kg·m² or kg] joins the
+    ``S̄_i`` is S_i about the tree point (:func:`body_inertia_and_bias`); ``F_i = I^c_{b(i)} S̄_i``; for j
+    on i's dof chain ``M_ij = S̄_jᵀ F_i`` (only the subtree of b(i) is moved by both). Armature [kg·m² or kg] joins the
     diagonal. ``τ_i = f_i − S̄_iᵀ F^c_{b(i)}`` (applied generalized force minus RNE bias).
 
     With ``passive = 1`` the joint's damping d [N·s/m or N·m·s/rad] and stiffness k [N/m or N·m/rad]
@@ -165,8 +176,7 @@ def mass_matrix_rows(
     i = wp.tid()
     b = dof_body[i]
     t = body_tree[b]
-    r = tree_ref_in[t]
-    Si = twist_shift(dof_S_in[i], r - wp.transform_get_translation(body_q_in[b]))
+    Si = dof_S_tree_in[i]
     Fi = inertia10_apply(composite_inertia_in[b], Si)
     di = dof_depth[i]
     rs = dof_row_start[i]
@@ -175,9 +185,7 @@ def mass_matrix_rows(
     li = dof_local[i]
     j = i
     while j >= 0:
-        bj = dof_body[j]
-        Sj = twist_shift(dof_S_in[j], r - wp.transform_get_translation(body_q_in[bj]))
-        Mij = dot6(Sj, Fi)
+        Mij = dot6(dof_S_tree_in[j], Fi)
         if j == i:
             Mij += joint_armature[dof_public[i]]
         rows_out[rs + di - dof_depth[j]] = Mij

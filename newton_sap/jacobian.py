@@ -2,9 +2,9 @@
 
 A constraint between a child side C and a parent side P at a world point p has the rows
 ``v_c = rows · (v_C(p) − v_P(p))`` (point velocities) or ``rows · (ω_C − ω_P)`` (angular). Body velocities
-are sums over the dofs of each body's chain, ``V = Σ S_k q̇_k`` with ``S_k = [ω_k; v_k]`` at the child
-origin ``p_Ck`` of dof k; so the Jacobian entry of dof k is ``± rows · (v_k + ω_k × (p − p_Ck))`` (or
-``± rows · ω_k``). Dofs shared by both chains appear twice with opposite signs and cancel in every
+are sums over the dofs of each body's chain, ``V = Σ S̄_k q̇_k`` with ``S̄_k = [ω_k; v̄_k]`` about the
+tree's point r (its COM, see ``dynamics``); so the Jacobian entry of dof k is ``± rows · (v̄_k + ω_k × (p − r))``
+(or ``± rows · ω_k``). Dofs shared by both chains appear twice with opposite signs and cancel in every
 product.
 """
 
@@ -41,17 +41,19 @@ def chain_rows(
     rows: wp.mat33,
     p: wp.vec3,
     angular: int,
-    body_q: wp.array(dtype=wp.transform),
+    tree_ref: wp.array(dtype=wp.vec3),
+    dof_tree: wp.array(dtype=wp.int32),
     dof_parent: wp.array(dtype=wp.int32),
-    dof_body: wp.array(dtype=wp.int32),
-    dof_S: wp.array(dtype=wp.spatial_vector),
+    dof_S_tree: wp.array(dtype=wp.spatial_vector),
     dof_row_start: wp.array(dtype=wp.int32),
     A_rows: wp.array(dtype=float),
     c_dof: wp.array2d(dtype=wp.int32),
     c_J: wp.array2d(dtype=wp.vec3),
 ):
     """Jacobian entries ``± rows · (point velocity at p)`` (or ``± rows · ω``) along the child (+) and
-    parent (−) dof chains; returns the entry count and the Delassus estimate w."""
+    parent (−) dof chains; returns the entry count and the Delassus estimate w. ``dof_S_tree`` holds
+    the motion columns about each tree's point ``tree_ref`` (``S̄_k = [ω_k; v̄_k]``), so the point
+    velocity is ``v̄_k + ω_k × (p − r)``: one lever arm per walk, no body pose per dof."""
     W = wp.mat33(0.0)
     e = int(0)
     for side in range(2):
@@ -60,16 +62,18 @@ def chain_rows(
         if side == 1:
             k = d_parent
             sign = -1.0
+        if k < 0:
+            continue
+        lever = p - tree_ref[dof_tree[k]]
         while k >= 0:
-            S = dof_S[k]
+            S = dof_S_tree[k]
             motion = wp.spatial_top(S)
             if angular == 0:
-                p_C = wp.transform_get_translation(body_q[dof_body[k]])
-                motion = wp.spatial_bottom(S) + wp.cross(wp.spatial_top(S), p - p_C)
+                motion = wp.spatial_bottom(S) + wp.cross(motion, lever)
             Jk = sign * (rows * motion)
             c_dof[slot, e] = k
             c_J[slot, e] = Jk
-            W += wp.outer(Jk, Jk) / A_rows[dof_row_start[k]]
+            W += wp.outer(Jk, Jk * (1.0 / A_rows[dof_row_start[k]]))
             e += 1
             k = dof_parent[k]
     return e, wp.sqrt(wp.ddot(W, W)) / 3.0

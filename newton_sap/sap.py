@@ -937,7 +937,9 @@ class SapSolver:
         self.capacity = capacity
         self.slot_threads = -(-n // self.slots_per_thread)  # launch size of the per-row kernels
 
-    def setup_constraints(self, model, state, control, contacts, body_q, dof_S, A_rows, v0, tau, dt: float) -> None:
+    def setup_constraints(
+        self, model, state, control, contacts, body_q, tree_ref, dof_S_tree, A_rows, v0, tau, dt: float
+    ) -> None:
         """Constraint rows of this step: the contacts of ``contacts`` (may be None) in the first slots,
         then the joint-space rows (drives, limits, friction, mimic) when the model has any, then the
         loop closures."""
@@ -955,12 +957,13 @@ class SapSolver:
                 dim=-(-n_contacts // self.slots_per_thread),
                 inputs=[
                     model.shape_body, model.shape_margin, model.shape_material_ke, model.shape_material_kd,
-                    model.shape_material_mu, T.body_tree, T.body_world, T.body_last_dof, T.dof_parent, T.dof_body,
+                    model.shape_material_mu, T.body_tree, T.body_world, T.body_last_dof, T.dof_parent, T.dof_tree,
                     T.dof_row_start, self.slots_per_thread, n_contacts, stiffness, dissipation, o.near_rigid_threshold,
                     o.friction_regularization, dt,
                     contacts.rigid_contact_count, contacts.rigid_contact_shape0, contacts.rigid_contact_shape1,
                     contacts.rigid_contact_point0, contacts.rigid_contact_point1, contacts.rigid_contact_normal,
-                    contacts.rigid_contact_margin0, contacts.rigid_contact_margin1, body_q, dof_S, A_rows,
+                    contacts.rigid_contact_margin0, contacts.rigid_contact_margin1, body_q, tree_ref, dof_S_tree,
+                    A_rows,
                 ],
                 outputs=[
                     self.c_world, self.c_kind, self.c_frame, self.c_R, self.c_vhat, self.c_param, self.c_phi,
@@ -993,7 +996,8 @@ class SapSolver:
                 inputs=[
                     T.loop_joints, model.joint_type, model.joint_parent, model.joint_child, model.joint_X_p,
                     model.joint_X_c, model.joint_axis, model.joint_qd_start, T.body_world, T.body_last_dof,
-                    T.dof_parent, T.dof_body, T.dof_row_start, n_contacts + n_joint, dt, body_q, dof_S, A_rows,
+                    T.dof_parent, T.dof_tree, T.dof_row_start, n_contacts + n_joint, dt, body_q, tree_ref, dof_S_tree,
+                    A_rows,
                 ],
                 outputs=[self.c_world, self.c_kind, self.c_R, self.c_vhat, self.c_param, self.c_nnz, self.c_dof,
                          self.c_J],

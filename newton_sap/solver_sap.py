@@ -98,6 +98,7 @@ class SolverSAP(newton.solvers.SolverBase):
         self._composite_inertia = zeros(nb, Inertia10)
         self._composite_force = zeros(nb, wp.spatial_vector)
         self._dof_S = zeros(ndof, wp.spatial_vector)
+        self._dof_S_tree = zeros(ndof, wp.spatial_vector)  # S about the tree points (dynamics)
         self._v0 = zeros(ndof)
         self._f = zeros(ndof)
         self._tau = zeros(ndof)
@@ -161,8 +162,8 @@ class SolverSAP(newton.solvers.SolverBase):
         v = self._v_star
         if self._sap_ran:
             self._check_contact_capacity(contacts, warn=not capturing)
-            self._sap.setup_constraints(self.model, state_in, control, contacts, self._body_q, self._dof_S,
-                                        self._rows, self._v0, self._tau, dt)  # fmt: skip
+            self._sap.setup_constraints(self.model, state_in, control, contacts, self._body_q, self._tree_ref,
+                                        self._dof_S_tree, self._rows, self._v0, self._tau, dt)  # fmt: skip
             v = self._sap.solve(self._rows, self._dense, self._v0, self._v_star, self._tau, dt)
             self._sap.write_contact_forces(contacts, dt)
         self._flag_failed_worlds(v)
@@ -226,10 +227,11 @@ class SolverSAP(newton.solvers.SolverBase):
             dim=len(topo.tree_bodies),
             inputs=[
                 T.tree_bodies, T.body_tree, T.body_world, model.body_mass, model.body_com, model.body_inertia,
-                model.gravity, T.body_joint, model.joint_type, model.joint_qd_start, include_external, self._body_q,
-                self._body_twist, self._body_bias_acc, body_f, joint_f, self._tree_ref,
+                model.gravity, T.body_joint, model.joint_type, model.joint_qd_start, T.body_last_dof, T.dof_parent,
+                T.dof_body, include_external, self._body_q, self._body_twist, self._body_bias_acc, body_f, joint_f,
+                self._dof_S, self._tree_ref,
             ],
-            outputs=[self._composite_inertia, self._composite_force],
+            outputs=[self._composite_inertia, self._composite_force, self._dof_S_tree],
             device=device,
         )  # fmt: skip
         for level in reversed(T.body_levels):
@@ -247,7 +249,7 @@ class SolverSAP(newton.solvers.SolverBase):
                 T.dof_public, T.dof_body, T.dof_parent, T.dof_depth, T.dof_tree, T.dof_row_start,
                 T.dof_dense_offset, T.dof_local, T.tree_dof_count, T.body_tree, model.joint_armature,
                 model.joint_damping, model.joint_stiffness, model.joint_rest_q, T.dof_coord, dt, passive,
-                state.joint_q, self._v0, self._body_q, self._dof_S, self._tree_ref, self._composite_inertia,
+                state.joint_q, self._v0, self._dof_S_tree, self._composite_inertia,
                 self._composite_force, self._f,
             ],
             outputs=[self._rows, self._dense, self._tau],
