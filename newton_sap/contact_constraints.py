@@ -65,7 +65,6 @@ def contact_rows(
     body_last_dof: wp.array(dtype=wp.int32),
     dof_parent: wp.array(dtype=wp.int32),
     dof_tree: wp.array(dtype=wp.int32),
-    dof_row_start: wp.array(dtype=wp.int32),
     # options
     slots_per_thread: int,
     slot_count: int,
@@ -86,7 +85,7 @@ def contact_rows(
     body_q: wp.array(dtype=wp.transform),
     tree_ref: wp.array(dtype=wp.vec3),
     dof_S_tree: wp.array(dtype=wp.spatial_vector),
-    A_rows: wp.array(dtype=float),
+    A_inv_diag: wp.array(dtype=float),
     # outputs
     c_world_out: wp.array(dtype=wp.int32),
     c_kind_out: wp.array(dtype=wp.int32),
@@ -144,7 +143,7 @@ def contact_rows(
         R_CW = wp.transpose(R_WC)
 
         # Jacobian entries along both chains, and the Delassus estimate from diag(A)
-        e, w = chain_rows(c, d1, d0, R_CW, p, 0, tree_ref, dof_tree, dof_parent, dof_S_tree, dof_row_start, A_rows,
+        e, w = chain_rows(c, d1, d0, R_CW, p, 0, tree_ref, dof_tree, dof_parent, dof_S_tree, A_inv_diag,
                           c_dof_out, c_J_out)  # fmt: skip
 
         k_pair, tau, mu = pair_parameters(

@@ -160,6 +160,7 @@ def mass_matrix_rows(
     rows_out: wp.array(dtype=float),
     dense_out: wp.array(dtype=float),
     tau_out: wp.array(dtype=float),
+    A_inv_diag_out: wp.array(dtype=float),
 ):
     """Row i of A and ``τ_i``, one thread per dof.
 
@@ -171,8 +172,8 @@ def mass_matrix_rows(
     toward ``joint_rest_q`` (scalar coordinates only: REVOLUTE, PRISMATIC, D6) are implicit: the
     step solves ``M(v − v0) = Δt(τ − d v − k (q0 + Δt v − q_rest))``, i.e.
     ``A = M + Δt d + Δt² k`` on the diagonal and ``τ_i −= d v0 + k (q0 + Δt v0 − q_rest)``.
-    Writes the sparse row (``A_ii, A_i,parent(i), ...``) and, for dense trees, both triangles of the
-    tree's dense block."""
+    Writes the sparse row (``A_ii, A_i,parent(i), ...``), ``1/A_ii`` (the constraints' Delassus
+    estimates and scaled norms) and, for dense trees, both triangles of the tree's dense block."""
     i = wp.tid()
     b = dof_body[i]
     t = body_tree[b]
@@ -210,3 +211,4 @@ def mass_matrix_rows(
         if dense >= 0:
             dense_out[dense + li * n + li] = diag
     tau_out[i] = tau
+    A_inv_diag_out[i] = 1.0 / rows_out[rs]

@@ -45,16 +45,17 @@ def chain_rows(
     dof_tree: wp.array(dtype=wp.int32),
     dof_parent: wp.array(dtype=wp.int32),
     dof_S_tree: wp.array(dtype=wp.spatial_vector),
-    dof_row_start: wp.array(dtype=wp.int32),
-    A_rows: wp.array(dtype=float),
+    A_inv_diag: wp.array(dtype=float),
     c_dof: wp.array2d(dtype=wp.int32),
     c_J: wp.array2d(dtype=wp.vec3),
 ):
     """Jacobian entries ``± rows · (point velocity at p)`` (or ``± rows · ω``) along the child (+) and
-    parent (−) dof chains; returns the entry count and the Delassus estimate w. ``dof_S_tree`` holds
-    the motion columns about each tree's point ``tree_ref`` (``S̄_k = [ω_k; v̄_k]``), so the point
+    parent (−) dof chains; returns the entry count and the Delassus estimate ``w = ‖W‖_F / 3`` of
+    ``W = Σ_k J_k J_kᵀ / A_kk`` (symmetric: its diagonal and upper entries are summed). ``dof_S_tree``
+    holds the motion columns about each tree's point ``tree_ref`` (``S̄_k = [ω_k; v̄_k]``), so the point
     velocity is ``v̄_k + ω_k × (p − r)``: one lever arm per walk, no body pose per dof."""
-    W = wp.mat33(0.0)
+    W_diag = wp.vec3(0.0)
+    W_upper = wp.vec3(0.0)  # W_01, W_02, W_12
     e = int(0)
     for side in range(2):
         k = d_child
@@ -73,7 +74,9 @@ def chain_rows(
             Jk = sign * (rows * motion)
             c_dof[slot, e] = k
             c_J[slot, e] = Jk
-            W += wp.outer(Jk, Jk * (1.0 / A_rows[dof_row_start[k]]))
+            Jk_scaled = Jk * A_inv_diag[k]
+            W_diag += wp.cw_mul(Jk, Jk_scaled)
+            W_upper += wp.vec3(Jk[0] * Jk_scaled[1], Jk[0] * Jk_scaled[2], Jk[1] * Jk_scaled[2])
             e += 1
             k = dof_parent[k]
-    return e, wp.sqrt(wp.ddot(W, W)) / 3.0
+    return e, wp.sqrt(wp.dot(W_diag, W_diag) + 2.0 * wp.dot(W_upper, W_upper)) / 3.0

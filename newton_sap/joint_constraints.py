@@ -119,7 +119,6 @@ def joint_constraint_rows(
     dof_public: wp.array(dtype=wp.int32),
     dof_coord: wp.array(dtype=wp.int32),
     dof_world: wp.array(dtype=wp.int32),
-    dof_row_start: wp.array(dtype=wp.int32),
     joint_target_mode: wp.array(dtype=wp.int32),
     joint_target_ke: wp.array(dtype=float),
     joint_target_kd: wp.array(dtype=float),
@@ -144,7 +143,7 @@ def joint_constraint_rows(
     joint_act: wp.array(dtype=float),
     v0: wp.array(dtype=float),
     tau: wp.array(dtype=float),
-    A_rows: wp.array(dtype=float),
+    A_inv_diag: wp.array(dtype=float),
     # outputs
     c_world: wp.array(dtype=wp.int32),
     c_kind: wp.array(dtype=wp.int32),
@@ -169,8 +168,7 @@ def joint_constraint_rows(
         return
     p = dof_public[i]
     w = dof_world[i]
-    a_ii = A_rows[dof_row_start[i]]
-    w_est = 1.0 / a_ii
+    w_est = A_inv_diag[i]
     q0 = joint_q[c]
     kp, kv = drive_gains(joint_target_mode[p], joint_target_ke[p], joint_target_kd[p])
     if kp > 0.0 or kv > 0.0:
@@ -185,7 +183,7 @@ def joint_constraint_rows(
     if tau_d < 0.0:
         tau_d = dt
     R_lim = wp.max(LIMIT_NEAR_RIGID_BETA * LIMIT_NEAR_RIGID_BETA * w_est / TWO_PI_SQ, 1.0 / (dt * k_lim * (dt + tau_d)))
-    reach = 2.0 * dt * wp.max(wp.abs(v0[i]), wp.abs(v0[i] + dt * tau[i] / a_ii))
+    reach = 2.0 * dt * wp.max(wp.abs(v0[i]), wp.abs(v0[i] + dt * tau[i] * w_est))
     lower = joint_limit_lower[p]
     upper = joint_limit_upper[p]
     if lower > -NO_LIMIT and q0 - lower <= reach:
@@ -201,9 +199,8 @@ def joint_constraint_rows(
     leader = dof_mimic_leader[i]
     if leader >= 0:
         coeffs = dof_mimic_coeffs[i]
-        a_ll = A_rows[dof_row_start[leader]]
         g0 = q0 - coeffs[1] * joint_q[dof_coord[leader]] - coeffs[0]
-        R_m, v_hat_m = bilateral_parameters(g0, w_est + coeffs[1] * coeffs[1] / a_ll, dt)
+        R_m, v_hat_m = bilateral_parameters(g0, w_est + coeffs[1] * coeffs[1] * A_inv_diag[leader], dt)
         slot = base + 4 * n + i
         write_row(slot, w, BILATERAL, i, 1.0, R_m, v_hat_m, 0.0,
                   c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_dof, c_J)  # fmt: skip

@@ -938,11 +938,11 @@ class SapSolver:
         self.slot_threads = -(-n // self.slots_per_thread)  # launch size of the per-row kernels
 
     def setup_constraints(
-        self, model, state, control, contacts, body_q, tree_ref, dof_S_tree, A_rows, v0, tau, dt: float
+        self, model, state, control, contacts, body_q, tree_ref, dof_S_tree, A_inv_diag, v0, tau, dt: float
     ) -> None:
         """Constraint rows of this step: the contacts of ``contacts`` (may be None) in the first slots,
         then the joint-space rows (drives, limits, friction, mimic) when the model has any, then the
-        loop closures."""
+        loop closures. ``tree_ref``, ``dof_S_tree`` and ``A_inv_diag`` (1/A_ii) come from the dynamics."""
         o, T, dev = self.options, self.T, self.device
         n_contacts = contacts.rigid_contact_max if contacts is not None and self.topo.dof_count else 0
         n_joint = SLOTS_PER_DOF * self.topo.dof_count if self.model_constraints else 0  # drives, limits, ...
@@ -958,12 +958,12 @@ class SapSolver:
                 inputs=[
                     model.shape_body, model.shape_margin, model.shape_material_ke, model.shape_material_kd,
                     model.shape_material_mu, T.body_tree, T.body_world, T.body_last_dof, T.dof_parent, T.dof_tree,
-                    T.dof_row_start, self.slots_per_thread, n_contacts, stiffness, dissipation, o.near_rigid_threshold,
+                    self.slots_per_thread, n_contacts, stiffness, dissipation, o.near_rigid_threshold,
                     o.friction_regularization, dt,
                     contacts.rigid_contact_count, contacts.rigid_contact_shape0, contacts.rigid_contact_shape1,
                     contacts.rigid_contact_point0, contacts.rigid_contact_point1, contacts.rigid_contact_normal,
                     contacts.rigid_contact_margin0, contacts.rigid_contact_margin1, body_q, tree_ref, dof_S_tree,
-                    A_rows,
+                    A_inv_diag,
                 ],
                 outputs=[
                     self.c_world, self.c_kind, self.c_frame, self.c_R, self.c_vhat, self.c_param, self.c_phi,
@@ -978,12 +978,12 @@ class SapSolver:
                 joint_constraint_rows,
                 dim=self.topo.dof_count,
                 inputs=[
-                    T.dof_public, T.dof_coord, T.dof_world, T.dof_row_start, model.joint_target_mode,
+                    T.dof_public, T.dof_coord, T.dof_world, model.joint_target_mode,
                     model.joint_target_ke, model.joint_target_kd, model.joint_effort_limit, model.joint_limit_lower,
                     model.joint_limit_upper, model.joint_limit_ke, model.joint_limit_kd, model.joint_friction,
                     self.dof_mimic_leader, self.dof_mimic_coeffs, limit_k, o.joint_limit_dissipation_time,
                     o.friction_regularization, n_contacts, dt, state.joint_q, control.joint_target_q,
-                    control.joint_target_qd, joint_act, v0, tau, A_rows,
+                    control.joint_target_qd, joint_act, v0, tau, A_inv_diag,
                 ],
                 outputs=[self.c_world, self.c_kind, self.c_R, self.c_vhat, self.c_param, self.c_nnz, self.c_dof,
                          self.c_J],
@@ -996,8 +996,7 @@ class SapSolver:
                 inputs=[
                     T.loop_joints, model.joint_type, model.joint_parent, model.joint_child, model.joint_X_p,
                     model.joint_X_c, model.joint_axis, model.joint_qd_start, T.body_world, T.body_last_dof,
-                    T.dof_parent, T.dof_tree, T.dof_row_start, n_contacts + n_joint, dt, body_q, tree_ref, dof_S_tree,
-                    A_rows,
+                    T.dof_parent, T.dof_tree, n_contacts + n_joint, dt, body_q, tree_ref, dof_S_tree, A_inv_diag,
                 ],
                 outputs=[self.c_world, self.c_kind, self.c_R, self.c_vhat, self.c_param, self.c_nnz, self.c_dof,
                          self.c_J],

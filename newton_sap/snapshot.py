@@ -108,7 +108,7 @@ def _contact_data(solver, state, control, contacts, dt, maps, snap) -> None:
     sap, topo = solver._sap, solver.topology
     solver._sap_ran = True
     sap.setup_constraints(solver.model, state, control, contacts, solver._body_q, solver._tree_ref, solver._dof_S_tree,
-                          solver._rows, solver._v0, solver._tau, dt)  # fmt: skip
+                          solver._A_inv_diag, solver._v0, solver._tau, dt)  # fmt: skip
     v_int = sap.solve(solver._rows, solver._dense, solver._v0, solver._v_star, solver._tau, dt).numpy()
     c_world, c_kind = sap.c_world.numpy(), sap.c_kind.numpy()
     c_nnz, c_dof, c_J = sap.c_nnz.numpy(), sap.c_dof.numpy(), sap.c_J.numpy().astype(np.float64)

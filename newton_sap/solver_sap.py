@@ -102,6 +102,7 @@ class SolverSAP(newton.solvers.SolverBase):
         self._v0 = zeros(ndof)
         self._f = zeros(ndof)
         self._tau = zeros(ndof)
+        self._A_inv_diag = zeros(ndof)  # 1/A_ii
         self._v_star = zeros(ndof)
         self._rows = zeros(max(topo.sparse_nnz, 1))
         self._factor = zeros(max(topo.sparse_nnz, 1))
@@ -163,7 +164,7 @@ class SolverSAP(newton.solvers.SolverBase):
         if self._sap_ran:
             self._check_contact_capacity(contacts, warn=not capturing)
             self._sap.setup_constraints(self.model, state_in, control, contacts, self._body_q, self._tree_ref,
-                                        self._dof_S_tree, self._rows, self._v0, self._tau, dt)  # fmt: skip
+                                        self._dof_S_tree, self._A_inv_diag, self._v0, self._tau, dt)  # fmt: skip
             v = self._sap.solve(self._rows, self._dense, self._v0, self._v_star, self._tau, dt)
             self._sap.write_contact_forces(contacts, dt)
         self._flag_failed_worlds(v)
@@ -252,7 +253,7 @@ class SolverSAP(newton.solvers.SolverBase):
                 state.joint_q, self._v0, self._dof_S_tree, self._composite_inertia,
                 self._composite_force, self._f,
             ],
-            outputs=[self._rows, self._dense, self._tau],
+            outputs=[self._rows, self._dense, self._tau, self._A_inv_diag],
             device=device,
         )  # fmt: skip
 
