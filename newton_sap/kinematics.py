@@ -11,7 +11,8 @@ Columns (``p_M`` = joint child frame origin, ``ê`` = axis in world axes):
 linear dof ``[0; ê]``; angular dof ``[ê; ê × (p_C − p_M)]``. Column rates: a column is carried by
 the motion of the frame its axis is fixed in, ``Ṡ_k = V_k ×̂ S_k``, with ``V_k`` the parent twist plus
 the joint's linear dofs (FREE, D6: rotation about the moving point M) plus, for the transported
-(Euler-like) angular axes of a D6, the angular dofs before ``k``.
+(Euler-like) angular axes of a D6, the angular dofs before ``k``. By linearity the sum over a group of
+columns carried by one frame is one product: ``Σ_k (V ×̂ S_k) q̇_k = V ×̂ (Σ_k S_k q̇_k)``.
 """
 
 import warp as wp
@@ -196,8 +197,8 @@ def forward_kinematics(
             d = d0 + internal_dof(jtype, n_lin, n_ang, 0, k)
             S = wp.spatial_vector(wp.vec3(0.0), e)
             dof_S_out[d] = S
-            A = A + motion_cross(V_parent, S) * qd_src[d]
             V_lin = V_lin + S * qd_src[d]
+        A = A + motion_cross(V_parent, V_lin)  # Σ_k (V_parent ×̂ S_k) q̇_k
         V_carrier = V_parent + V_lin  # motion of the frame that carries the angular axes
         V_ang = wp.spatial_vector()
         for k in range(n_ang):
@@ -205,11 +206,10 @@ def forward_kinematics(
             d = d0 + internal_dof(jtype, n_lin, n_ang, 1, k)
             S = wp.spatial_vector(e, wp.cross(e, p_C - p_M))
             dof_S_out[d] = S
-            A = A + motion_cross(V_carrier, S) * qd_src[d]
             if jtype == JOINT_D6:
-                V_carrier = V_carrier + S * qd_src[d]  # transported axes ride on earlier rotations
-            else:
-                V_ang = V_ang + S * qd_src[d]
+                A = A + motion_cross(V_ang, S) * qd_src[d]  # transported axes ride on earlier rotations
+            V_ang = V_ang + S * qd_src[d]
+        A = A + motion_cross(V_carrier, V_ang)
         V = V_carrier + V_ang
 
         if write_body_qd == 1:
