@@ -47,11 +47,11 @@ def contact_bias_velocity(phi0: float, dt: float, dissipation_time: float):
 @wp.func
 def friction_cone_impulse(v_c: wp.vec3, v_hat: wp.vec3, R: wp.vec3, mu: float):
     """Impulse γ [N·s], Hessian ``G = −∂γ/∂v_c`` [kg] and cost ℓ [J] of one contact (see module)."""
-    y = wp.cw_div(v_hat - v_c, R)
+    R_inv = wp.vec3(1.0 / R[0], 1.0 / R[1], 1.0 / R[2])
+    y = wp.cw_mul(v_hat - v_c, R_inv)
     y_t = wp.vec2(y[0], y[1])
     y_n = y[2]
     y_r = wp.sqrt(wp.dot(y_t, y_t) + SOFT_NORM_EPS * SOFT_NORM_EPS)
-    R_inv = wp.vec3(1.0 / R[0], 1.0 / R[1], 1.0 / R[2])
     gamma = wp.vec3(0.0)
     G = wp.mat33(0.0)
     if mu <= 0.0:
@@ -62,7 +62,7 @@ def friction_cone_impulse(v_c: wp.vec3, v_hat: wp.vec3, R: wp.vec3, mu: float):
         gamma = y
         G = wp.diag(R_inv)
     else:
-        mu_hat = mu * R[0] / R[2]
+        mu_hat = mu * R[0] * R_inv[2]
         if y_n > -mu_hat * y_r:  # sliding
             f = 1.0 / (1.0 + mu * mu_hat)
             t = y_t / y_r
@@ -92,14 +92,15 @@ def friction_cone_predicts_stiction(v_c: wp.vec3, dv_c: wp.vec3, v_hat: wp.vec3,
     stiction. 0 otherwise (sticking or separated at ``v_c``, frictionless, or sliding on)."""
     if mu <= 0.0:
         return 0
-    y0 = wp.cw_div(v_hat - v_c, R)
+    R_inv = wp.vec3(1.0 / R[0], 1.0 / R[1], 1.0 / R[2])
+    y0 = wp.cw_mul(v_hat - v_c, R_inv)
     t0 = wp.vec2(y0[0], y0[1])
     r0 = wp.sqrt(wp.dot(t0, t0) + SOFT_NORM_EPS * SOFT_NORM_EPS)
     if r0 <= mu * y0[2]:
         return 0  # sticks already
-    if y0[2] <= -mu * R[0] / R[2] * r0:
+    if y0[2] <= -mu * R[0] * R_inv[2] * r0:
         return 0  # separated
-    y1 = wp.cw_div(v_hat - v_c - dv_c, R)
+    y1 = wp.cw_mul(v_hat - v_c - dv_c, R_inv)
     t1 = wp.vec2(y1[0], y1[1])
     r1 = wp.sqrt(wp.dot(t1, t1) + SOFT_NORM_EPS * SOFT_NORM_EPS)
     if r1 <= mu * y1[2]:
