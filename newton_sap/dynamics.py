@@ -150,6 +150,7 @@ def mass_matrix_rows(
     # inputs
     dt: float,
     passive: int,
+    write_dense: int,
     joint_q_in: wp.array(dtype=float),
     v0_in: wp.array(dtype=float),
     dof_S_tree_in: wp.array(dtype=wp.spatial_vector),
@@ -173,7 +174,8 @@ def mass_matrix_rows(
     step solves ``M(v − v0) = Δt(τ − d v − k (q0 + Δt v − q_rest))``, i.e.
     ``A = M + Δt d + Δt² k`` on the diagonal and ``τ_i −= d v0 + k (q0 + Δt v0 − q_rest)``.
     Writes the sparse row (``A_ii, A_i,parent(i), ...``), ``1/A_ii`` (the constraints' Delassus
-    estimates and scaled norms) and, for dense trees, both triangles of the tree's dense block."""
+    estimates) and, for dense trees when ``write_dense = 1`` (the GPU's dense free motion, PCG's
+    preconditioner), both triangles of the tree's dense block."""
     i = wp.tid()
     b = dof_body[i]
     t = body_tree[b]
@@ -181,7 +183,9 @@ def mass_matrix_rows(
     Fi = inertia10_apply(composite_inertia_in[b], Si)
     di = dof_depth[i]
     rs = dof_row_start[i]
-    dense = dof_dense_offset[i]
+    dense = int(-1)
+    if write_dense == 1:
+        dense = dof_dense_offset[i]
     n = tree_dof_count[t]
     li = dof_local[i]
     j = i

@@ -124,6 +124,7 @@ class SolverSAP(newton.solvers.SolverBase):
         self._scratch_body_qd = zeros(nb, wp.spatial_vector)
         self._default_control = model.control(clone_variables=False)
         self._sap = SapSolver(topo, self._topo, device, self.options)
+        self._dense_blocks_used = int(not self._tree_ldlt or self._sap.uses_pcg)  # free motion, PCG
         leader, coeffs = mimic_tables(model, topo)
         if topo.dof_count:
             self._sap.dof_mimic_leader.assign(leader)
@@ -250,7 +251,7 @@ class SolverSAP(newton.solvers.SolverBase):
                 T.dof_public, T.dof_body, T.dof_parent, T.dof_depth, T.dof_tree, T.dof_row_start,
                 T.dof_dense_offset, T.dof_local, T.tree_dof_count, T.body_tree, model.joint_armature,
                 model.joint_damping, model.joint_stiffness, model.joint_rest_q, T.dof_coord, dt, passive,
-                state.joint_q, self._v0, self._dof_S_tree, self._composite_inertia,
+                self._dense_blocks_used, state.joint_q, self._v0, self._dof_S_tree, self._composite_inertia,
                 self._composite_force, self._f,
             ],
             outputs=[self._rows, self._dense, self._tau, self._A_inv_diag],
