@@ -166,8 +166,8 @@ def mass_matrix_rows(
     """Row i of A and ``τ_i``, one thread per dof.
 
     ``S̄_i`` is S_i about the tree point (:func:`body_inertia_and_bias`); ``F_i = I^c_{b(i)} S̄_i``; for j
-    on i's dof chain ``M_ij = S̄_jᵀ F_i`` (only the subtree of b(i) is moved by both). Armature [kg·m² or kg] joins the
-    diagonal. ``τ_i = f_i − S̄_iᵀ F^c_{b(i)}`` (applied generalized force minus RNE bias).
+    on i's dof chain ``M_ij = S̄_jᵀ F_i`` (only the subtree of b(i) is moved by both). Armature [kg·m² or
+    kg] joins the diagonal. ``τ_i = f_i − S̄_iᵀ F^c_{b(i)}`` (applied generalized force minus RNE bias).
 
     With ``passive = 1`` the joint's damping d [N·s/m or N·m·s/rad] and stiffness k [N/m or N·m/rad]
     toward ``joint_rest_q`` (scalar coordinates only: REVOLUTE, PRISMATIC, D6) are implicit: the
