@@ -407,22 +407,30 @@ def gradient(
     # inputs
     momentum_mode: int,
     dt: float,
+    warm_start: int,
     world_active: wp.array(dtype=wp.int32),
     A_rows: wp.array(dtype=float),
-    Ae: wp.array(dtype=float),
     Av: wp.array(dtype=float),
     tau: wp.array(dtype=float),
     jtg: wp.array(dtype=float),
-    # outputs
+    # outputs (Ae is read, or written when warm_start = 1)
+    Ae: wp.array(dtype=float),
     grad_out: wp.array(dtype=float),
     world_norms_out: wp.array(dtype=wp.vec3),
 ):
     """``∇ℓ_i = (A (v − v_ref))_i − m Δt τ_i − (Jᵀγ)_i``; accumulates the squared scaled norms
-    ``(‖D∇ℓ‖², ‖D A v‖², ‖D Jᵀγ‖²)`` of the world, ``D = diag(A)^-½``."""
+    ``(‖D∇ℓ‖², ‖D A v‖², ‖D Jᵀγ‖²)`` of the world, ``D = diag(A)^-½``. At the warm start ``v = v0``
+    (``warm_start = 1``) ``A (v − v_ref)`` is known without a product: ``−Δt τ`` in v* mode
+    (``v* = v0 + Δt A⁻¹ τ``), 0 in momentum mode (``v_ref = v0``); it is written to ``Ae``."""
     i = wp.tid()
     w = dof_world[i]
     if world_active[w] == 0:
         return
+    if warm_start == 1:
+        if momentum_mode == 1:
+            Ae[i] = 0.0
+        else:
+            Ae[i] = -dt * tau[i]
     g = Ae[i] - jtg[i]
     if momentum_mode == 1:
         g -= dt * tau[i]
@@ -1052,7 +1060,7 @@ class SapSolver:
                   device=dev)  # fmt: skip
         self.iteration_count.zero_()
         args = {"A_rows": A_rows, "tree_blocks": tree_blocks, "v_ref": v_ref, "tau": tau, "dt": dt}
-        wp.capture_if(self.any_active, self._evaluate, **args)
+        wp.capture_if(self.any_active, self._evaluate, warm_start=True, **args)
         wp.capture_if(self.any_active, self._prepare_directions, A_rows=A_rows)
         wp.capture_while(self.any_active, self._newton_iteration, **args)
         return self.v
@@ -1087,9 +1095,11 @@ class SapSolver:
         self._newton_step(A_rows, tree_blocks, v_ref, tau, dt)
         self._evaluate(A_rows, tree_blocks, v_ref, tau, dt)
 
-    def _evaluate(self, A_rows, tree_blocks, v_ref, tau, dt: float) -> None:
+    def _evaluate(self, A_rows, tree_blocks, v_ref, tau, dt: float, warm_start: bool = False) -> None:
         """Constraints, gradient and stopping criteria at ``v`` in the worlds still iterating;
-        ``any_active`` says whether any goes on (``tree_blocks`` is unused: one signature for both)."""
+        ``any_active`` says whether any goes on (``tree_blocks`` is unused: one signature for both).
+        ``warm_start``: ``v = v0`` in every iterating world (the first check), where ``A (v − v_ref)`` needs
+        no product (see :func:`gradient`)."""
         o, T, topo, dev = self.options, self.T, self.topo, self.device
         momentum = int(o.momentum_mode)
         ndof = topo.dof_count
@@ -1105,15 +1115,16 @@ class SapSolver:
             outputs=[self.c_vc, self.c_gamma, self.c_G, self.jtg, self.world_cost],
             device=dev,
         )  # fmt: skip
-        wp.launch(_difference, dim=ndof, inputs=[self.v, v_ref], outputs=[self.e], device=dev)
-        self._matvec(A_rows, self.e, self.Ae)
+        if not warm_start:
+            wp.launch(_difference, dim=ndof, inputs=[self.v, v_ref], outputs=[self.e], device=dev)
+            self._matvec(A_rows, self.e, self.Ae)
         self._matvec(A_rows, self.v, self.Av)
         wp.launch(
             gradient,
             dim=ndof,
-            inputs=[T.dof_world, T.dof_row_start, momentum, dt, self.world_active, A_rows, self.Ae, self.Av, tau,
-                    self.jtg],
-            outputs=[self.grad, self.world_norms],
+            inputs=[T.dof_world, T.dof_row_start, momentum, dt, int(warm_start), self.world_active, A_rows, self.Av,
+                    tau, self.jtg],
+            outputs=[self.Ae, self.grad, self.world_norms],
             device=dev,
         )  # fmt: skip
         self.any_active.zero_()
