@@ -390,6 +390,7 @@ def world_block_cholesky(
     dof_depth: wp.array(dtype=wp.int32),
     dof_row_start: wp.array(dtype=wp.int32),
     # inputs
+    reuse_order: int,
     world_active: wp.array(dtype=wp.int32),
     world_tree_local: wp.array(dtype=wp.int32),
     world_constraint_start: wp.array(dtype=wp.int32),
@@ -410,12 +411,16 @@ def world_block_cholesky(
     tree_rank: wp.array(dtype=wp.int32),
     tree_order: wp.array(dtype=wp.int32),
     tree_later_count: wp.array(dtype=wp.int32),
+    world_pool_used: wp.array(dtype=wp.int32),
     L: wp.array(dtype=float),
     inv_diag: wp.array(dtype=float),
     dv_out: wp.array(dtype=float),
 ):
     """One thread per active block-Cholesky world (not solved by the tree LDLᵀ this step):
-    ``Δv = −H⁻¹ ∇ℓ`` with ``H = A + Jᵀ G J`` factored by tree blocks in minimum-degree order."""
+    ``Δv = −H⁻¹ ∇ℓ`` with ``H = A + Jᵀ G J`` factored by tree blocks in minimum-degree order.
+    ``reuse_order = 1``: the rows with curvature are those of this world's last solve (the stiction model's
+    direction, whose G differs only on rows that have curvature either way), so the graph, the order and
+    the block placement of that solve (``world_pool_used``: the floats its blocks take) are kept."""
     w = wp.tid()
     off = world_block_offset[w]
     if off < 0 or world_active[w] == 0 or world_tree_local[w] == 1:
@@ -427,9 +432,13 @@ def world_block_cholesky(
     pairs = world_pair_offset[w]
     begin = world_constraint_start[w]
     end = begin + world_constraint_count[w]
-    _mark_rows_graph(t0, T, pairs, begin, end, world_constraints, c_G, c_nnz, c_dof, dof_tree, dof_parent, pattern)
-    _minimum_degree_order(t0, T, pairs, pattern, tree_degree, tree_rank, tree_order, later, tree_later_count)
-    size = _place_blocks(t0, T, pairs, tree_dof_count, tree_order, later, tree_later_count, block_index)
+    size = world_pool_used[w]
+    if reuse_order == 0:
+        _mark_rows_graph(t0, T, pairs, begin, end, world_constraints, c_G, c_nnz, c_dof, dof_tree, dof_parent,
+                         pattern)  # fmt: skip
+        _minimum_degree_order(t0, T, pairs, pattern, tree_degree, tree_rank, tree_order, later, tree_later_count)
+        size = _place_blocks(t0, T, pairs, tree_dof_count, tree_order, later, tree_later_count, block_index)
+        world_pool_used[w] = size
     _assemble(s, n, size, t0, T, pairs, off, begin, end, tree_dof_start, tree_dof_count, dof_tree, dof_parent,
               dof_depth, dof_row_start, A_rows, world_constraints, c_G, c_nnz, c_dof, c_J, tree_rank, block_index,
               L)  # fmt: skip

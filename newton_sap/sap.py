@@ -875,6 +875,7 @@ class SapSolver:
         self.block_index = zeros(max(topology.world_pair_size, 1), wp.int32)
         for name in ("tree_degree", "tree_rank", "tree_order", "tree_later_count"):
             setattr(self, name, zeros(max(topology.tree_count, 1), wp.int32))
+        self.world_pool_used = zeros(nw, wp.int32)
         # block preconditioner: dense tree blocks in the layout of the free-motion tree blocks
         self.P = zeros(max(topology.dense_size, 1))
         self.P_views = bucket_views(self.P, topology.dense_buckets, topology.dense_bucket_offset)
@@ -1194,7 +1195,8 @@ class SapSolver:
         (``predict_stiction``), adopted as ``Δv`` where it descends."""
         T, dev = self.T, self.device
         self._solve_direction(A_rows, tree_blocks, self.world_predicted, self.c_G_model, self.grad_model,
-                              self.dv_model, CG_MODEL_LOOSEST_TOLERANCE, self.world_model_forcing)  # fmt: skip
+                              self.dv_model, CG_MODEL_LOOSEST_TOLERANCE, self.world_model_forcing,
+                              same_curved_rows=True)  # fmt: skip
         self.world_slope.zero_()
         wp.launch(
             model_direction_slope,
@@ -1211,11 +1213,14 @@ class SapSolver:
             device=dev,
         )
 
-    def _solve_direction(self, A_rows, tree_blocks, active, G, grad, dv, loosest_tolerance: float, forcing) -> None:
+    def _solve_direction(
+        self, A_rows, tree_blocks, active, G, grad, dv, loosest_tolerance: float, forcing, same_curved_rows=False
+    ) -> None:
         """``dv = −(A + Jᵀ G J)⁻¹ grad`` in the worlds flagged in ``active``: a dense tile Cholesky per world
-        size or the tree LDLᵀ (worlds flagged ``world_tree_local``), PCG for the large worlds
-        (preconditioner blocks from ``tree_blocks``, the dense A blocks of the trees; CG's forcing terms, at
-        most ``loosest_tolerance``, go into ``forcing``)."""
+        size or the tree LDLᵀ (worlds flagged ``world_tree_local``), the block Cholesky, PCG for the large
+        worlds (preconditioner blocks from ``tree_blocks``, the dense A blocks of the trees; CG's forcing
+        terms, at most ``loosest_tolerance``, go into ``forcing``). ``same_curved_rows``: G has curvature on
+        the rows of the previous solve, in every active world (the block Cholesky keeps its ordering)."""
         T, topo, dev = self.T, self.topo, self.device
         ndof = topo.dof_count
         wp.copy(self.H, self.A_world)
@@ -1255,10 +1260,12 @@ class SapSolver:
                 dim=topo.world_count,
                 inputs=[T.world_dof_start, T.world_tree_start, T.world_block_offset, T.world_pair_offset,
                         T.tree_dof_start, T.tree_dof_count, T.dof_tree, T.dof_parent, T.dof_depth, T.dof_row_start,
-                        active, self.world_tree_local, self.world_constraint_start, self.world_constraint_count,
-                        self.world_constraints, G, self.c_nnz, self.c_dof, self.c_J, A_rows, grad],
+                        int(same_curved_rows), active, self.world_tree_local, self.world_constraint_start,
+                        self.world_constraint_count, self.world_constraints, G, self.c_nnz, self.c_dof, self.c_J,
+                        A_rows, grad],
                 outputs=[self.block_pattern, self.block_later, self.block_index, self.tree_degree, self.tree_rank,
-                         self.tree_order, self.tree_later_count, self.block_L, self.block_inv_diag, dv],
+                         self.tree_order, self.tree_later_count, self.world_pool_used, self.block_L,
+                         self.block_inv_diag, dv],
                 device=dev,
             )  # fmt: skip
         if self.uses_pcg:
