@@ -11,9 +11,10 @@ gives the exact Newton direction that conjugate gradients approach in tens of it
 One thread per world (``world_block_cholesky``) runs the whole solve each Newton iteration: the graph of
 the rows with curvature, the ordering, the assembly of the pattern's blocks, the factorization and the
 two triangular solves (a stiction-model direction, solved right after the Newton direction with the same
-rows curved, keeps that solve's graph, ordering and placement). L's blocks are packed in the world's pool column by column in elimination order
-(``_place_blocks``), so each solve sweeps one compact range of its ``n × n`` allotment (enough for any
-pattern); measured 5 % faster than the blocks at their dense positions (pile, 64 and 1024 worlds).
+rows curved, keeps that solve's graph, ordering and placement). L's blocks are packed in the world's pool
+column by column in elimination order (``_place_blocks``), so each solve sweeps one compact range of its
+``n × n`` allotment (enough for any pattern); measured 5 % faster than the blocks at their dense positions
+(pile, 64 and 1024 worlds).
 """
 
 from __future__ import annotations

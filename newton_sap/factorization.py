@@ -42,14 +42,17 @@ def uses_tree_ldlt(device) -> bool:
 
 @functools.cache
 def dense_free_motion_kernel(n: int):
-    """Tile kernel for trees of exactly ``n`` dofs: ``v*[tree] = v0[tree] + Δt · chol_solve(A, τ)``."""
+    """Tile kernel for trees of exactly ``n`` dofs: ``v*[tree] = v0[tree] + Δt · chol_solve(A, τ)`` in the
+    worlds flagged in ``worlds``."""
 
     @wp.kernel(module="unique", module_options={"enable_backward": False})
     def dense_free_motion(
         # model
         bucket_tree_dof_start: wp.array(dtype=wp.int32),
+        dof_world: wp.array(dtype=wp.int32),
         # inputs
         dt: float,
+        worlds: wp.array(dtype=wp.int32),
         dense_blocks: wp.array3d(dtype=float),
         tau_in: wp.array(dtype=float),
         v0_in: wp.array(dtype=float),
@@ -58,6 +61,8 @@ def dense_free_motion_kernel(n: int):
     ):
         t = wp.tid()
         start = bucket_tree_dof_start[t]
+        if worlds[dof_world[start]] == 0:
+            return
         A = wp.tile_load(dense_blocks[t], shape=(n, n))
         L = wp.tile_cholesky(A)
         tau = wp.tile_load(tau_in, shape=n, offset=start)

@@ -159,21 +159,39 @@ def init_worlds(
 
 
 @wp.kernel
-def init_velocity(
+def select_free_motion_worlds(
+    # model
+    world_dof_start: wp.array(dtype=wp.int32),
+    # inputs
+    world_constraint_count: wp.array(dtype=wp.int32),
+    world_active: wp.array(dtype=wp.int32),
+    # outputs
+    worlds_out: wp.array(dtype=wp.int32),
+    any_out: wp.array(dtype=wp.int32),
+):
+    """v* mode, after the first check: the worlds that read ``v*``, those still iterating (``v_ref = v*``)
+    and those without constraints (``v = v*``). ``any_out[0]`` (zeroed before) becomes 1 if there are any."""
+    w = wp.tid()
+    selected = int(0)
+    if world_dof_start[w + 1] > world_dof_start[w] and (world_active[w] == 1 or world_constraint_count[w] == 0):
+        selected = 1
+        any_out[0] = 1
+    worlds_out[w] = selected
+
+
+@wp.kernel
+def adopt_free_motion(
     # model
     dof_world: wp.array(dtype=wp.int32),
     # inputs
-    world_active: wp.array(dtype=wp.int32),
-    v0: wp.array(dtype=float),
+    world_constraint_count: wp.array(dtype=wp.int32),
     v_star: wp.array(dtype=float),
     # outputs
     v_out: wp.array(dtype=float),
 ):
-    """Warm start from v0 where Newton iterates, ``v = v*`` where no constraint acts (v* mode)."""
+    """``v = v*`` in the worlds without constraints (v* mode: their answer)."""
     i = wp.tid()
-    if world_active[dof_world[i]] == 1:
-        v_out[i] = v0[i]
-    else:
+    if world_constraint_count[dof_world[i]] == 0:
         v_out[i] = v_star[i]
 
 
@@ -890,6 +908,8 @@ class SapSolver:
         self.world_norms = zeros(nw, wp.vec3)
         self.any_active = zeros(1, wp.int32)  # some world still iterates (the loop's device condition)
         self.any_predicted = zeros(1, wp.int32)  # some world has a stiction-model direction to solve
+        self.any_free_motion = zeros(1, wp.int32)  # some world reads v* (v* mode)
+        self.free_motion_worlds = zeros(nw, wp.int32)  # the worlds that read v* (a mask)
         self.iteration_count = zeros(1, wp.int32)  # Newton iterations done in this step
         self.world_line = zeros(nw, wp.vec3)
         self.world_contact_count = zeros(nw, wp.int32)
@@ -1037,11 +1057,14 @@ class SapSolver:
             outputs=[y], device=self.device,
         )  # fmt: skip
 
-    def solve(self, A_rows, tree_blocks, v0, v_star, tau, dt: float) -> wp.array:
+    def solve(self, A_rows, tree_blocks, v0, v_star, tau, dt: float, free_motion) -> wp.array:
         """Newton's method on every world; returns the solved internal velocities ``v``.
 
         ``tree_blocks`` holds the dense A blocks of the trees (free-motion layout); PCG worlds build
-        their preconditioner from it. No host synchronization: see the module doc."""
+        their preconditioner from it. ``free_motion(worlds)`` writes ``v_star`` in the worlds flagged in the
+        device mask ``worlds`` (v* mode; momentum mode never forms v*). It runs after the first check, only
+        where v* is read: a world at rest, whose warm start ``v0`` already meets the criteria, never needs it
+        (``gradient`` takes ``A (v0 − v*) = −Δt τ``). No host synchronization: see the module doc."""
         o, T, topo, dev = self.options, self.T, self.topo, self.device
         momentum = int(o.momentum_mode)
         v_ref = v0 if momentum else v_star
@@ -1057,14 +1080,35 @@ class SapSolver:
         )  # fmt: skip
         if ndof == 0:
             return self.v
-        wp.launch(init_velocity, dim=ndof, inputs=[T.dof_world, self.world_active, v0, v_star], outputs=[self.v],
-                  device=dev)  # fmt: skip
+        wp.copy(self.v, v0)  # the warm start
         self.iteration_count.zero_()
         args = {"A_rows": A_rows, "tree_blocks": tree_blocks, "v_ref": v_ref, "tau": tau, "dt": dt}
         wp.capture_if(self.any_active, self._evaluate, warm_start=True, **args)
+        if not momentum:
+            self.any_free_motion.zero_()
+            wp.launch(
+                select_free_motion_worlds,
+                dim=nw,
+                inputs=[T.world_dof_start, self.world_constraint_count, self.world_active],
+                outputs=[self.free_motion_worlds, self.any_free_motion],
+                device=dev,
+            )
+            wp.capture_if(self.any_free_motion, self._free_motion, free_motion=free_motion, v_star=v_star)
         wp.capture_if(self.any_active, self._prepare_directions, A_rows=A_rows)
         wp.capture_while(self.any_active, self._newton_iteration, **args)
         return self.v
+
+    def _free_motion(self, free_motion, v_star) -> None:
+        """``v*`` in the worlds that read it (``select_free_motion_worlds``); it is the answer of those
+        without constraints."""
+        free_motion(self.free_motion_worlds)
+        wp.launch(
+            adopt_free_motion,
+            dim=self.topo.dof_count,
+            inputs=[self.T.dof_world, self.world_constraint_count, v_star],
+            outputs=[self.v],
+            device=self.device,
+        )
 
     def _prepare_directions(self, A_rows) -> None:
         """What the Newton directions of this step need, once some world iterates (a resting scene stops at

@@ -6,6 +6,7 @@ hot loops.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -109,7 +110,8 @@ def _contact_data(solver, state, control, contacts, dt, maps, snap) -> None:
     solver._sap_ran = True
     sap.setup_constraints(solver.model, state, control, contacts, solver._body_q, solver._tree_ref, solver._dof_S_tree,
                           solver._A_inv_diag, solver._v0, solver._tau, dt)  # fmt: skip
-    v_int = sap.solve(solver._rows, solver._dense, solver._v0, solver._v_star, solver._tau, dt).numpy()
+    v_int = sap.solve(solver._rows, solver._dense, solver._v0, solver._v_star, solver._tau, dt,
+                      functools.partial(solver._free_motion, dt)).numpy()  # fmt: skip
     c_world, c_kind = sap.c_world.numpy(), sap.c_kind.numpy()
     c_nnz, c_dof, c_J = sap.c_nnz.numpy(), sap.c_dof.numpy(), sap.c_J.numpy().astype(np.float64)
     arrays = {

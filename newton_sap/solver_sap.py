@@ -9,6 +9,7 @@ solve of the next development stage; until then ``v = v*`` exactly.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from dataclasses import dataclass
 
@@ -158,16 +159,17 @@ class SolverSAP(newton.solvers.SolverBase):
         control = control if control is not None else self._default_control
         momentum = self.options.momentum_mode
         self._dynamics(state_in, control.joint_f, state_in.body_f, dt, passive=1, include_external=1)
-        if not momentum:
-            self._free_motion(dt)
         self._sap_ran = contacts is not None or momentum or self._sap.model_constraints
-        v = self._v_star
         if self._sap_ran:
             self._check_contact_capacity(contacts, warn=not capturing)
             self._sap.setup_constraints(self.model, state_in, control, contacts, self._body_q, self._tree_ref,
                                         self._dof_S_tree, self._A_inv_diag, self._v0, self._tau, dt)  # fmt: skip
-            v = self._sap.solve(self._rows, self._dense, self._v0, self._v_star, self._tau, dt)
+            v = self._sap.solve(self._rows, self._dense, self._v0, self._v_star, self._tau, dt,
+                                functools.partial(self._free_motion, dt))  # fmt: skip
             self._sap.write_contact_forces(contacts, dt)
+        else:
+            self._free_motion(dt)
+            v = self._v_star
         self._flag_failed_worlds(v)
         self._integrate(state_in, state_out, dt, v)
         if self.options.raise_on_nonconvergence:
@@ -278,10 +280,12 @@ class SolverSAP(newton.solvers.SolverBase):
             device=model.device,
         )  # fmt: skip
 
-    def _free_motion(self, dt: float) -> None:
+    def _free_motion(self, dt: float, worlds=None) -> None:
         """``v* = v0 + Δt A⁻¹ τ`` per tree (dense buckets, then the sparse levels; on the CPU every tree
-        by the tree LDLᵀ, see ``factorization.TREE_LDLT_ON_CPU``)."""
+        by the tree LDLᵀ, see ``factorization.TREE_LDLT_ON_CPU``), in the worlds flagged in the device mask
+        ``worlds`` (None: every world)."""
         T, device = self._topo, self.model.device
+        worlds = self._all_worlds if worlds is None else worlds
         trees, levels = T.sparse_trees, T.sparse_dof_levels
         if self._tree_ldlt:
             trees, levels = T.tree_ids, T.dof_levels
@@ -290,14 +294,14 @@ class SolverSAP(newton.solvers.SolverBase):
                 wp.launch_tiled(
                     factorization.dense_free_motion_kernel(n),
                     dim=view.shape[0],
-                    inputs=[self._bucket_dof_start[n], dt, view, self._tau, self._v0],
+                    inputs=[self._bucket_dof_start[n], T.dof_world, dt, worlds, view, self._tau, self._v0],
                     outputs=[self._v_star],
                     block_dim=64 if device.is_cpu else 128,
                     device=device,
                 )
         if levels:
             factorization.solve_tree_systems(
-                trees, levels, T, self._all_worlds, self._all_worlds, self._rows, self._tau, dt, self._v0, self._factor,
+                trees, levels, T, worlds, self._all_worlds, self._rows, self._tau, dt, self._v0, self._factor,
                 self._y, self._x, self._v_star, device,
             )  # fmt: skip
 
