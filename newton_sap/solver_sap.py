@@ -1,10 +1,12 @@
 """``SolverSAP``: articulated rigid bodies in reduced coordinates, stepped as in the seed (§5).
 
 One step: branch FK at ``q0`` (poses, ``S``, twists, bias accelerations; public → internal velocities)
-→ RNE bias forces and CRBA mass matrix about each tree's COM → free motion
-``v* = v0 + Δt A⁻¹ τ`` (dense tile Cholesky or sparse LDLᵀ per tree) → ``q1`` from ``v`` →
-FK at ``q1`` (internal → public velocities). Contacts and joint-space constraints join in the SAP
-solve of the next development stage; until then ``v = v*`` exactly.
+→ RNE bias forces and CRBA mass matrix about each tree's COM → the constraints of the step (contacts,
+PD drives, limits, couplings, loop closures: ``sap.py``) and ONE convex SAP problem per world, solved by
+Newton's method → ``q1`` from ``v`` → FK at ``q1`` (internal → public velocities). The free motion
+``v* = v0 + Δt A⁻¹ τ`` (dense tile Cholesky or sparse LDLᵀ per tree) is ``v`` where nothing constrains the
+step; in v* mode the SAP solve forms it in the worlds that read it (those that iterate, those without
+constraints), momentum mode never does.
 """
 
 from __future__ import annotations
