@@ -31,18 +31,28 @@ def sphere_on_ground(radius=0.1, mass=1.0, height=0.12, mu=0.5, gravity=(0.0, 0.
 
 def box_on_ground(half=0.1, mass=1.0, mu=0.5, gravity=(0.0, 0.0, -G), boxes=1):
     """``boxes`` cubes stacked on a ground plane (each a free body), resting surfaces touching."""
+    return box_stack_builder(half, mass, mu, gravity, boxes).finalize()
+
+
+def box_stack_builder(half=0.1, mass=1.0, mu=0.5, gravity=(0.0, 0.0, -G), boxes=1, lift=0.0):
+    """The builder of :func:`box_on_ground`, the stack raised ``lift`` [m] above the ground."""
     b = newton.ModelBuilder(gravity=gravity)
     with_material(b, mu)
     b.add_ground_plane()
     density = mass / (8.0 * half**3)
     for k in range(boxes):
-        body = b.add_body(xform=wp.transform((0.0, 0.0, half * (2 * k + 1)), wp.quat_identity()))
+        body = b.add_body(xform=wp.transform((0.0, 0.0, lift + half * (2 * k + 1)), wp.quat_identity()))
         b.add_shape_box(body, hx=half, hy=half, hz=half, cfg=newton.ModelBuilder.ShapeConfig(mu=mu, density=density))
-    return b.finalize()
+    return b
 
 
 def sphere_bin(count, radius=0.05, mu=0.5):
     """``count`` free spheres on a 4-wide grid of layers, dropped into a 0.4 m bin of static box walls."""
+    return sphere_bin_builder(count, radius, mu).finalize()
+
+
+def sphere_bin_builder(count, radius=0.05, mu=0.5):
+    """The builder of :func:`sphere_bin`."""
     b = newton.ModelBuilder()
     b.add_ground_plane(cfg=newton.ModelBuilder.ShapeConfig(mu=mu))
     wall = newton.ModelBuilder.ShapeConfig(mu=mu)
@@ -59,7 +69,7 @@ def sphere_bin(count, radius=0.05, mu=0.5):
         dx, dy = rng.uniform(-0.02, 0.02, 2)
         xform = wp.transform((0.12 * (i - 0.5) + dx, 0.12 * (j - 0.5) + dy, 0.07 + 0.11 * layer), wp.quat_identity())
         b.add_shape_sphere(b.add_body(xform=xform), radius=radius, cfg=newton.ModelBuilder.ShapeConfig(mu=mu))
-    return b.finalize()
+    return b
 
 
 class Run:
