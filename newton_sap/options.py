@@ -47,9 +47,10 @@ class SapOptions:
         raise_on_nonconvergence: Raise ``RuntimeError`` after a step in which a world did not
             converge, instead of flagging it in ``stats``.
         stiction_prediction: Model sliding contacts that a Newton step takes through stiction by
-            their stiction branch, and use that model's direction where it descends (``sap.py``). Same
-            solutions, far fewer Newton iterations when many contacts change between sliding and
-            sticking (a landing 50-sphere pile: 6 instead of 17 per step); False gives plain Newton directions.
+            their stiction branch, and use that model's direction where it descends
+            (``stiction_prediction.py``). Same solutions, far fewer Newton iterations when many contacts
+            change between sliding and sticking (a landing 50-sphere pile: 6 instead of 17 per step);
+            False gives plain Newton directions.
     """
 
     momentum_mode: bool = False

@@ -31,10 +31,11 @@ is wasted, and tight near it, which keeps Newton's fast local convergence. Measu
 128 and 24 with a fixed η = 1e-4 (4.4× less CG work in all)."""
 
 CG_MODEL_LOOSEST_TOLERANCE = 1.0e-2
-"""Largest forcing term of the stiction-model directions (``sap.py``). Their right-hand side is dominated by
-the large stiction impulses of the predicted rows, so a stop relative to it leaves a larger error in the
-other rows than Newton's own solves do: with 1e-1 the model directions barely descended; with 1e-2 a
-50-sphere pile (16 worlds) needs 7.3 Newton and 82 CG iterations per step against 6.5 and 122 with 1e-4."""
+"""Largest forcing term of the stiction-model directions (``stiction_prediction.py``). Their right-hand side
+is dominated by the large stiction impulses of the predicted rows, so a stop relative to it leaves a larger
+error in the other rows than Newton's own solves do: with 1e-1 the model directions barely descended; with
+1e-2 a 50-sphere pile (16 worlds) needs 7.3 Newton and 82 CG iterations per step against 6.5 and 122 with
+1e-4."""
 
 
 @wp.kernel

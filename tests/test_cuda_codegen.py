@@ -12,14 +12,16 @@ from newton_sap import (
     integration,
     joint_constraints,
     kinematics,
+    line_search,
     loop_constraints,
     pcg,
     sap,
     solver_sap,
+    stiction_prediction,
 )
 
-MODULES = [kinematics, dynamics, factorization, integration, sap, block_cholesky, pcg, solver_sap,
-           contact_constraints, joint_constraints, loop_constraints]  # fmt: skip
+MODULES = [kinematics, dynamics, factorization, integration, sap, line_search, stiction_prediction, block_cholesky,
+           pcg, solver_sap, contact_constraints, joint_constraints, loop_constraints]  # fmt: skip
 
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)

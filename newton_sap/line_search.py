@@ -1,0 +1,238 @@
+"""The line search of a Newton iteration (SAP.md §6): the step length α along the direction ``Δv``, one
+thread per world, and the stopping tests that come with it (the cost criterion, float32 stagnation).
+
+Along ``v + α Δv`` the objective is ``ℓ(α) = ℓ_A(0) + α s0 + ½ α² s1 + Σ_c ℓ_c(v_c + α Δv_c)``: the
+quadratic part needs two dot products per world (``line_dots``), the constraint part is re-evaluated per
+trial over the rows that can carry an impulse on ``[0, α_max]`` (``line_search``).
+"""
+
+import warp as wp
+
+from .constraints.dispatch import constraint_impulse
+
+wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
+
+ALPHA_MAX = 1.5
+"""Largest line-search step (SAP.md §6)."""
+LINE_SEARCH_MAX_ITERATIONS = 40
+LINE_SEARCH_REL_TOLERANCE = 1.0e-8
+"""Exact line search stops at ``|dℓ/dα| < tol · |dℓ/dα(0)|``..."""
+LINE_SEARCH_ALPHA_TOLERANCE = 1.0e-6
+"""... or once its update of α is below this fraction of α: float32 resolves ``dℓ/dα`` only to round-off of
+its terms, which mostly lies far above the first test, and α to about 1e-7."""
+ARMIJO_C = 1.0e-4
+BACKTRACKING_RHO = 0.8
+COST_ABS_TOLERANCE = 1.0e-30
+COST_REL_TOLERANCE = 1.0e-7
+"""Cost criterion of SAP.md §6 (after a step with α > 0.5): ``|Δℓ| < ε_ac + ε_rc (|ℓ_k+1| + |ℓ_k|) / 2``."""
+PRECISE_FORCING = 1.0e-3
+"""CG directions solved to a relative residual η ≤ this count as precise Newton directions in the
+stagnation tests below (dense worlds: η = 0); a looser CG stop can make the cost change little while
+Newton's method is still far from the float32 floor."""
+MODEL_STEP_MIN_ALPHA = 0.1
+"""A stiction-model step shorter than this turns the predictions off in its world for the rest of the
+step (plain Newton steps from then on): the prediction did not pay."""
+COST_ROUND_OFF = 1.0e-6
+"""Stagnation in float32: when the slope of the cost along the Newton direction, ``|dℓ/dα(0)|``, is
+below this fraction of the cost, a full Newton step changes the cost by round-off only: Newton's method
+has reached the precision floor of the float32 problem data (stiff tangential compliances amplify
+velocity round-off, so ‖D∇ℓ‖ can stall just above ε_r·scale)."""
+
+
+@wp.func
+def constraint_slope(
+    alpha: float,
+    begin: int,
+    end: int,
+    world_constraints: wp.array(dtype=wp.int32),
+    c_kind: wp.array(dtype=wp.int32),
+    c_vc: wp.array(dtype=wp.vec3),
+    c_dvc: wp.array(dtype=wp.vec3),
+    c_vhat: wp.array(dtype=wp.vec3),
+    c_R: wp.array(dtype=wp.vec3),
+    c_param: wp.array(dtype=float),
+    c_live: wp.array(dtype=wp.int32),
+):
+    """Constraint part of ``ℓ(α)``, ``dℓ/dα`` and ``d²ℓ/dα²`` along ``v_c + α Δv_c`` for α in [0, α_max]
+    (rows with ``c_live = 0`` have no impulse there and are skipped)."""
+    cost = float(0.0)
+    slope = float(0.0)
+    curvature = float(0.0)
+    for k in range(begin, end):
+        c = world_constraints[k]
+        if c_live[c] == 0:
+            continue
+        dvc = c_dvc[c]
+        gamma, G, lc = constraint_impulse(c_kind[c], c_vc[c] + alpha * dvc, c_vhat[c], c_R[c], c_param[c])
+        cost += lc
+        slope -= wp.dot(dvc, gamma)
+        curvature += wp.dot(dvc, G * dvc)
+    return cost, slope, curvature
+
+
+@wp.kernel
+def line_dots(
+    # model
+    dof_world: wp.array(dtype=wp.int32),
+    # inputs
+    momentum_mode: int,
+    dt: float,
+    world_active: wp.array(dtype=wp.int32),
+    v: wp.array(dtype=float),
+    v_ref: wp.array(dtype=float),
+    tau: wp.array(dtype=float),
+    Ae: wp.array(dtype=float),
+    dv: wp.array(dtype=float),
+    Adv: wp.array(dtype=float),
+    # outputs
+    world_line_out: wp.array(dtype=wp.vec3),
+):
+    """Per world along ``v + α Δv``: ``s0 = Δvᵀ ∇ℓ_A(v)``, ``s1 = Δvᵀ A Δv`` and ``ℓ_A(v)`` with
+    ``e = v − v_ref``: ``ℓ_A = ½ eᵀ A e − m Δt τᵀ e``."""
+    i = wp.tid()
+    w = dof_world[i]
+    if world_active[w] == 0:
+        return
+    e = v[i] - v_ref[i]
+    s0 = dv[i] * Ae[i]
+    lA = 0.5 * e * Ae[i]
+    if momentum_mode == 1:
+        s0 -= dt * tau[i] * dv[i]
+        lA -= dt * tau[i] * e
+    wp.atomic_add(world_line_out, w, wp.vec3(s0, dv[i] * Adv[i], lA))
+
+
+@wp.kernel
+def line_search(
+    # model
+    world_dof_start: wp.array(dtype=wp.int32),
+    # inputs
+    exact: int,
+    world_active: wp.array(dtype=wp.int32),
+    world_predicted: wp.array(dtype=wp.int32),
+    world_slope: wp.array(dtype=float),
+    world_forcing: wp.array(dtype=float),
+    world_line: wp.array(dtype=wp.vec3),
+    world_constraint_start: wp.array(dtype=wp.int32),
+    world_constraint_count: wp.array(dtype=wp.int32),
+    world_constraints: wp.array(dtype=wp.int32),
+    c_kind: wp.array(dtype=wp.int32),
+    c_nnz: wp.array(dtype=wp.int32),
+    c_dof: wp.array2d(dtype=wp.int32),
+    c_J: wp.array2d(dtype=wp.vec3),
+    c_vc: wp.array(dtype=wp.vec3),
+    c_gamma: wp.array(dtype=wp.vec3),
+    c_vhat: wp.array(dtype=wp.vec3),
+    c_R: wp.array(dtype=wp.vec3),
+    c_param: wp.array(dtype=float),
+    dv: wp.array(dtype=float),
+    # outputs (v and world_cost are read and updated)
+    c_dvc_out: wp.array(dtype=wp.vec3),
+    c_live_out: wp.array(dtype=wp.int32),
+    v: wp.array(dtype=float),
+    world_cost: wp.array(dtype=float),
+    world_cost_stalled_out: wp.array(dtype=wp.int32),
+    world_alpha_out: wp.array(dtype=float),
+    world_plain_newton_out: wp.array(dtype=wp.int32),
+):
+    """One thread per active world: step length α along Δv, then ``v += α Δv``.
+
+    Along the line ``ℓ_A(α) = ℓ_A(0) + α s0 + ½ α² s1`` (from :func:`line_dots`); only the constraint
+    terms need re-evaluation per trial. Exact: the root of ``dℓ/dα`` on [0, α_max] (α_max if
+    ``dℓ/dα(α_max) ≤ 0``) by Newton's method kept inside a shrinking bracket (bisection fallback).
+    Backtracking: Armijo ``ℓ(α) ≤ ℓ(0) + c α dℓ/dα(0)`` from α_max down by ρ. Also records whether the
+    cost stalled (the cost criterion of SAP.md §6).
+
+    A row with zero impulse at both α = 0 and α_max has zero impulse on the whole segment: the set
+    ``{γ = 0}`` of a projection onto a convex set is the normal cone at 0 (convex) and ``v_c(α)`` is
+    affine, so such rows (separated contacts, limits out of reach) are skipped in the trials."""
+    w = wp.tid()
+    if world_active[w] == 0:
+        return
+    s = world_dof_start[w]
+    n = world_dof_start[w + 1] - s
+    line = world_line[w]
+    s0 = line[0]
+    s1 = line[1]
+    lA0 = line[2]
+    begin = world_constraint_start[w]
+    end = begin + world_constraint_count[w]
+    lc0 = world_cost[w]  # constraint cost, impulses (c_gamma) at α = 0: from constraint_eval at this v
+    dc0 = float(0.0)  # constraint slope at α = 0 and at α_max
+    dc_max = float(0.0)
+    for k in range(begin, end):
+        c = world_constraints[k]
+        dvc = wp.vec3(0.0)
+        for e in range(c_nnz[c]):
+            dvc += c_J[c, e] * dv[c_dof[c, e]]
+        c_dvc_out[c] = dvc
+        g0 = c_gamma[c]
+        g1, _G1, _l1 = constraint_impulse(c_kind[c], c_vc[c] + ALPHA_MAX * dvc, c_vhat[c], c_R[c], c_param[c])
+        dc0 -= wp.dot(dvc, g0)
+        dc_max -= wp.dot(dvc, g1)
+        live = int(1)
+        if wp.dot(g0, g0) == 0.0 and wp.dot(g1, g1) == 0.0:
+            live = 0
+        c_live_out[c] = live
+
+    cost0 = lA0 + lc0
+    slope0 = s0 + dc0
+    alpha = float(0.0)
+    if slope0 < 0.0:  # a descent direction (round-off can spoil it at the optimum)
+        if exact == 1:
+            if s0 + ALPHA_MAX * s1 + dc_max <= 0.0:
+                alpha = float(ALPHA_MAX)
+            else:
+                lo = float(0.0)
+                hi = float(ALPHA_MAX)
+                alpha = float(1.0)
+                for _it in range(LINE_SEARCH_MAX_ITERATIONS):
+                    lc, dc, hc = constraint_slope(
+                        alpha, begin, end, world_constraints, c_kind, c_vc, c_dvc_out, c_vhat, c_R, c_param, c_live_out
+                    )
+                    f = s0 + alpha * s1 + dc
+                    if wp.abs(f) <= LINE_SEARCH_REL_TOLERANCE * wp.abs(slope0):
+                        break
+                    if f < 0.0:
+                        lo = alpha
+                    else:
+                        hi = alpha
+                    df = s1 + hc
+                    next_alpha = alpha - f / df
+                    if df <= 0.0 or next_alpha <= lo or next_alpha >= hi:
+                        next_alpha = 0.5 * (lo + hi)
+                    converged = wp.abs(next_alpha - alpha) <= LINE_SEARCH_ALPHA_TOLERANCE * alpha
+                    alpha = next_alpha
+                    if converged:
+                        break
+        else:
+            alpha = float(ALPHA_MAX)
+            for _it in range(LINE_SEARCH_MAX_ITERATIONS):
+                lc, dc, hc = constraint_slope(
+                    alpha, begin, end, world_constraints, c_kind, c_vc, c_dvc_out, c_vhat, c_R, c_param, c_live_out
+                )
+                if lA0 + alpha * s0 + 0.5 * alpha * alpha * s1 + lc <= cost0 + ARMIJO_C * alpha * slope0:
+                    break
+                alpha *= BACKTRACKING_RHO
+    lc1, dc1, hc1 = constraint_slope(
+        alpha, begin, end, world_constraints, c_kind, c_vc, c_dvc_out, c_vhat, c_R, c_param, c_live_out
+    )
+    cost1 = lA0 + alpha * s0 + 0.5 * alpha * alpha * s1 + lc1
+    for i in range(n):
+        v[s + i] = v[s + i] + alpha * dv[s + i]
+    stalled = int(0)
+    change = wp.abs(cost1 - cost0)
+    scale = 0.5 * (wp.abs(cost1) + wp.abs(cost0))
+    if world_predicted[w] == 1 and world_slope[w] < 0.0:  # a stiction-model step
+        if alpha < MODEL_STEP_MIN_ALPHA:
+            world_plain_newton_out[w] = 1
+    elif alpha == 0.0:
+        stalled = int(1)
+    elif world_forcing[w] <= PRECISE_FORCING:  # a precise Newton direction
+        if -slope0 <= COST_ROUND_OFF * scale:
+            stalled = int(1)  # even a full Newton step changes the cost by round-off only
+        elif alpha > 0.5 and change < COST_ABS_TOLERANCE + COST_REL_TOLERANCE * scale:
+            stalled = int(1)
+    world_cost_stalled_out[w] = stalled
+    world_cost[w] = cost1
+    world_alpha_out[w] = alpha
