@@ -6,7 +6,8 @@ first, then the timed blocks alternate: ``--block-steps`` steps of the first sol
 ..., ``--blocks`` times over. Each block lies between two ``wp.synchronize_device()`` calls and replays the
 steps (collision included) from captured Warp graphs, as ``bench_contact.py --graph`` does. Reported per
 solver: the median and the fastest block [ms/step]; and per solver, its env-steps/s over the first solver's
-in the same round of blocks, as the median over the rounds (their range in parentheses).
+in the same round of blocks, as the median over the rounds (their range in parentheses). That ratio is per
+step: with different dt it is not a ratio of simulated seconds per second (multiply by the dt ratio).
 
 Each solver steps at its own dt (``--dt NAME=DT``; default ``--default-dt``, 0.01 s): Featherstone explodes
 on the box stack at 0.01 and is timed at its stable 0.002, as in ``bench_contact.py``'s fallback rows. The

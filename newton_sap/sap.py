@@ -26,10 +26,15 @@ Each Newton iteration (all worlds at once; a converged world stops):
 4. ``line_search`` (``line_search.py``): exact (root of ``dℓ/dα`` on [0, α_max] by safeguarded Newton) or
    backtracking (Armijo), then ``v += α Δv``.
 
-The first check runs under ``wp.capture_if`` and the iterations under ``wp.capture_while`` on a device
-flag ("some world still iterates"); the iteration count lives on the device. So a step can be captured
-in a graph (CUDA graphs with conditional nodes, or Warp's CPU graphs) and replays without host
-synchronization; launched without a capture, Warp reads the flag on the host once per check.
+The first check runs at the warm start ``v = v0``. In v* mode the free motion ``v*`` is formed only after
+it, in the worlds that read it (``select_free_motion_worlds``: those still iterating, whose ``v_ref`` it is,
+and those without constraints, whose answer it is); a world at rest never forms it.
+
+The first check and the free motion run under ``wp.capture_if`` and the iterations under
+``wp.capture_while`` on device flags ("some world still iterates", "some world reads v*"); the iteration
+count lives on the device. So a step can be captured in a graph (CUDA graphs with conditional nodes, or
+Warp's CPU graphs) and replays without host synchronization; launched without a capture, Warp reads each
+flag on the host once per check.
 """
 
 from __future__ import annotations

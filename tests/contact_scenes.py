@@ -72,6 +72,34 @@ def sphere_bin_builder(count, radius=0.05, mu=0.5):
     return b
 
 
+def worlds_of_different_kinds():
+    """Builders and initial public ``joint_qd`` (None: at rest) of four contact worlds in different regimes of
+    a step: a 3-box stack that comes to rest (after about 25 steps of 0.01 s its warm start meets the
+    criteria), a box sliding at 3 m/s with μ = 0.5 (Newton iterations), 12 spheres dropped into a bin (72
+    dofs: the block Cholesky) and a box falling from 1 m above the ground (no contact in the detection gap:
+    no constraint, ``v = v*``)."""
+    return [
+        (box_stack_builder(boxes=3), None),
+        (box_stack_builder(), [3.0, 0.0, 0.0, 0.0, 0.0, 0.0]),
+        (sphere_bin_builder(12), None),
+        (box_stack_builder(lift=1.0), None),
+    ]
+
+
+def initial_qd(worlds) -> np.ndarray:
+    """The initial public ``joint_qd`` of ``(builder, qd or None)`` worlds (None: at rest), concatenated."""
+    return np.concatenate([np.zeros(b.joint_dof_count) if qd is None else np.asarray(qd, float) for b, qd in worlds])
+
+
+def one_model(worlds):
+    """``(builder, qd or None)`` worlds (:func:`worlds_of_different_kinds`) in one model, and its initial
+    public ``joint_qd``."""
+    scene = newton.ModelBuilder()
+    for builder, _ in worlds:
+        scene.add_world(builder)
+    return scene.finalize(), initial_qd(worlds)
+
+
 class Run:
     """Steps a model with ``SolverSAP`` and Newton's collision pipeline, recording per step."""
 
