@@ -126,16 +126,18 @@ def line_search(
     c_R: wp.array(dtype=wp.vec3),
     c_param: wp.array(dtype=float),
     dv: wp.array(dtype=float),
-    # outputs (v and world_cost are read and updated)
+    Adv: wp.array(dtype=float),
+    # outputs (v, Ae and world_cost are read and updated)
     c_dvc_out: wp.array(dtype=wp.vec3),
     c_live_out: wp.array(dtype=wp.int32),
     v: wp.array(dtype=float),
+    Ae: wp.array(dtype=float),
     world_cost: wp.array(dtype=float),
     world_cost_stalled_out: wp.array(dtype=wp.int32),
     world_alpha_out: wp.array(dtype=float),
     world_plain_newton_out: wp.array(dtype=wp.int32),
 ):
-    """One thread per active world: step length α along Δv, then ``v += α Δv``.
+    """One thread per active world: step length α along Δv, then ``v += α Δv`` and ``A (v − v_ref) += α A Δv``.
 
     Along the line ``ℓ_A(α) = ℓ_A(0) + α s0 + ½ α² s1`` (from :func:`line_dots`); only the constraint
     terms need re-evaluation per trial. Exact: the root of ``dℓ/dα`` on [0, α_max] (α_max if
@@ -220,6 +222,7 @@ def line_search(
     cost1 = lA0 + alpha * s0 + 0.5 * alpha * alpha * s1 + lc1
     for i in range(n):
         v[s + i] = v[s + i] + alpha * dv[s + i]
+        Ae[s + i] = Ae[s + i] + alpha * Adv[s + i]  # A (v − v_ref) follows v
     stalled = int(0)
     change = wp.abs(cost1 - cost0)
     scale = 0.5 * (wp.abs(cost1) + wp.abs(cost0))

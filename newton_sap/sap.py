@@ -398,7 +398,7 @@ def gradient(
     warm_start: int,
     world_active: wp.array(dtype=wp.int32),
     A_rows: wp.array(dtype=float),
-    Av: wp.array(dtype=float),
+    Av0: wp.array(dtype=float),
     tau: wp.array(dtype=float),
     jtg: wp.array(dtype=float),
     # outputs (Ae is read, or written when warm_start = 1)
@@ -407,9 +407,10 @@ def gradient(
     world_norms_out: wp.array(dtype=wp.vec3),
 ):
     """``∇ℓ_i = (A (v − v_ref))_i − m Δt τ_i − (Jᵀγ)_i``; accumulates the squared scaled norms
-    ``(‖D∇ℓ‖², ‖D A v‖², ‖D Jᵀγ‖²)`` of the world, ``D = diag(A)^-½``. At the warm start ``v = v0``
-    (``warm_start = 1``) ``A (v − v_ref)`` is known without a product: ``−Δt τ`` in v* mode
-    (``v* = v0 + Δt A⁻¹ τ``), 0 in momentum mode (``v_ref = v0``); it is written to ``Ae``."""
+    ``(‖D∇ℓ‖², ‖D A v‖², ‖D Jᵀγ‖²)`` of the world, ``D = diag(A)^-½``. ``Ae = A (v − v_ref)`` needs no
+    product: at the warm start ``v = v0`` (``warm_start = 1``) it is ``−Δt τ`` in v* mode
+    (``v* = v0 + Δt A⁻¹ τ``) and 0 in momentum mode (``v_ref = v0``), written here; after that the line search
+    adds ``α A Δv``. Likewise ``A v = Ae + A v_ref`` with ``A v_ref = A v0 + (1 − m) Δt τ`` from ``Av0``."""
     i = wp.tid()
     w = dof_world[i]
     if world_active[w] == 0:
@@ -419,12 +420,15 @@ def gradient(
             Ae[i] = 0.0
         else:
             Ae[i] = -dt * tau[i]
+    Av = Ae[i] + Av0[i]
     g = Ae[i] - jtg[i]
     if momentum_mode == 1:
         g -= dt * tau[i]
+    else:
+        Av += dt * tau[i]
     grad_out[i] = g
     d2 = 1.0 / A_rows[dof_row_start[i]]
-    wp.atomic_add(world_norms_out, w, wp.vec3(d2 * g * g, d2 * Av[i] * Av[i], d2 * jtg[i] * jtg[i]))
+    wp.atomic_add(world_norms_out, w, wp.vec3(d2 * g * g, d2 * Av * Av, d2 * jtg[i] * jtg[i]))
 
 
 @wp.kernel
@@ -543,7 +547,7 @@ class SapSolver:
         def zeros(n, dtype=float):
             return wp.zeros(n, dtype=dtype, device=device)
 
-        dof_names = ("v", "e", "grad", "dv", "jtg", "Ae", "Av", "Adv", "grad_model", "dv_model", "pdiag")
+        dof_names = ("v", "grad", "dv", "jtg", "Ae", "Av0", "Adv", "grad_model", "dv_model", "pdiag")
         for name in (*dof_names, "cg_r", "cg_z", "cg_p", "cg_Hp"):
             setattr(self, name, zeros(ndof))
         self.A_world = zeros(max(topology.world_dense_size, 1))
@@ -820,9 +824,10 @@ class SapSolver:
 
     def _evaluate(self, A_rows, tree_blocks, v_ref, tau, dt: float, warm_start: bool = False) -> None:
         """Constraints, gradient and stopping criteria at ``v`` in the worlds still iterating;
-        ``any_active`` says whether any goes on (``tree_blocks`` is unused: one signature for both).
-        ``warm_start``: ``v = v0`` in every iterating world (the first check), where ``A (v − v_ref)`` needs
-        no product (see :func:`gradient`)."""
+        ``any_active`` says whether any goes on (``tree_blocks`` and ``v_ref`` are unused: one signature for
+        both). ``warm_start``: ``v = v0`` in every iterating world (the first check), where ``A v0`` is
+        formed once for the step and ``A (v − v_ref)`` needs no product; later ``A (v − v_ref)`` is the
+        line search's update (see :func:`gradient`)."""
         o, T, topo, dev = self.options, self.T, self.topo, self.device
         momentum = int(o.momentum_mode)
         ndof = topo.dof_count
@@ -838,14 +843,12 @@ class SapSolver:
             outputs=[self.c_vc, self.c_gamma, self.c_G, self.jtg, self.world_cost],
             device=dev,
         )  # fmt: skip
-        if not warm_start:
-            wp.launch(_difference, dim=ndof, inputs=[self.v, v_ref], outputs=[self.e], device=dev)
-            self._matvec(A_rows, self.e, self.Ae)
-        self._matvec(A_rows, self.v, self.Av)
+        if warm_start:
+            self._matvec(A_rows, self.v, self.Av0)
         wp.launch(
             gradient,
             dim=ndof,
-            inputs=[T.dof_world, T.dof_row_start, momentum, dt, int(warm_start), self.world_active, A_rows, self.Av,
+            inputs=[T.dof_world, T.dof_row_start, momentum, dt, int(warm_start), self.world_active, A_rows, self.Av0,
                     tau, self.jtg],
             outputs=[self.Ae, self.grad, self.world_norms],
             device=dev,
@@ -888,9 +891,9 @@ class SapSolver:
                     self.world_slope, self.world_forcing, self.world_line,
                     self.world_constraint_start, self.world_constraint_count, self.world_constraints, self.c_kind,
                     self.c_nnz, self.c_dof, self.c_J, self.c_vc, self.c_gamma, self.c_vhat, self.c_R, self.c_param,
-                    self.dv],
-            outputs=[self.c_dvc, self.c_live, self.v, self.world_cost, self.world_cost_stalled, self.world_alpha,
-                     self.world_plain_newton],
+                    self.dv, self.Adv],
+            outputs=[self.c_dvc, self.c_live, self.v, self.Ae, self.world_cost, self.world_cost_stalled,
+                     self.world_alpha, self.world_plain_newton],
             device=dev,
         )  # fmt: skip
         wp.launch(count_iteration, dim=1, inputs=[self.iteration_count], device=dev)
@@ -1029,10 +1032,3 @@ class SapSolver:
             outputs=[force],
             device=self.device,
         )
-
-
-@wp.kernel
-def _difference(a: wp.array(dtype=float), b: wp.array(dtype=float), out: wp.array(dtype=float)):
-    """``out = a − b``."""
-    i = wp.tid()
-    out[i] = a[i] - b[i]
