@@ -69,17 +69,19 @@ def scatter_world_dense(
     world_dof_start: wp.array(dtype=wp.int32),
     world_dense_offset: wp.array(dtype=wp.int32),
     # inputs
+    world_tree_local: wp.array(dtype=wp.int32),
     A_rows: wp.array(dtype=float),
     # outputs
     A_world_out: wp.array(dtype=float),
 ):
-    """Copy row i of the sparse A into its world's dense n×n block (both triangles; dense worlds
-    only); entries between different trees, or branches, stay zero."""
+    """Copy row i of the sparse A into its world's dense n×n block (both triangles), in the dense worlds
+    that factor H densely this step (not those solved by the tree LDLᵀ, ``world_tree_local``); entries
+    between different trees, or branches, stay zero."""
     i = wp.tid()
     w = dof_world[i]
     off = world_dense_offset[w]
-    if off < 0:
-        return  # a PCG world: no dense block
+    if off < 0 or world_tree_local[w] == 1:
+        return  # no dense block (a larger world), or not factored densely
     s = world_dof_start[w]
     n = world_dof_start[w + 1] - s
     rs = dof_row_start[i]
@@ -90,6 +92,33 @@ def scatter_world_dense(
         A_world_out[off + (i - s) * n + (j - s)] = a
         A_world_out[off + (j - s) * n + (i - s)] = a
         j = dof_parent[j]
+
+
+@wp.kernel
+def reset_world_hessians(
+    # model
+    dof_world: wp.array(dtype=wp.int32),
+    world_dof_start: wp.array(dtype=wp.int32),
+    world_dense_offset: wp.array(dtype=wp.int32),
+    # inputs
+    active: wp.array(dtype=wp.int32),
+    world_tree_local: wp.array(dtype=wp.int32),
+    A_world: wp.array(dtype=float),
+    # outputs
+    H_out: wp.array(dtype=float),
+):
+    """``H = A`` on row i of its world's dense block, in the worlds flagged in ``active`` that factor H
+    densely this step (the Hessian assembly then adds ``Jᵀ G J``)."""
+    i = wp.tid()
+    w = dof_world[i]
+    off = world_dense_offset[w]
+    if off < 0 or active[w] == 0 or world_tree_local[w] == 1:
+        return
+    s = world_dof_start[w]
+    n = world_dof_start[w + 1] - s
+    row = off + (i - s) * n
+    for j in range(n):
+        H_out[row + j] = A_world[row + j]
 
 
 @wp.kernel
@@ -797,14 +826,6 @@ class SapSolver:
         the first check without it): A in the dense world blocks, and the worlds whose constraints each act
         along one chain (the CPU's tree LDLᵀ of H)."""
         T, dev = self.T, self.device
-        wp.launch(
-            scatter_world_dense,
-            dim=self.topo.dof_count,
-            inputs=[T.dof_parent, T.dof_depth, T.dof_row_start, T.dof_world, T.world_dof_start, T.world_dense_offset,
-                    A_rows],
-            outputs=[self.A_world],
-            device=dev,
-        )  # fmt: skip
         if self.tree_ldlt:
             wp.copy(self.world_tree_local, self.world_tree_local_default)
             wp.launch(
@@ -815,6 +836,14 @@ class SapSolver:
                 outputs=[self.world_tree_local],
                 device=dev,
             )  # fmt: skip
+        wp.launch(
+            scatter_world_dense,
+            dim=self.topo.dof_count,
+            inputs=[T.dof_parent, T.dof_depth, T.dof_row_start, T.dof_world, T.world_dof_start, T.world_dense_offset,
+                    self.world_tree_local, A_rows],
+            outputs=[self.A_world],
+            device=dev,
+        )  # fmt: skip
 
     def _newton_iteration(self, A_rows, tree_blocks, v_ref, tau, dt: float) -> None:
         """One Newton iteration of the worlds still iterating: the step, then the stopping criteria at the
@@ -948,7 +977,13 @@ class SapSolver:
         the rows of the previous solve, in every active world (the block Cholesky keeps its ordering)."""
         T, topo, dev = self.T, self.topo, self.device
         ndof = topo.dof_count
-        wp.copy(self.H, self.A_world)
+        wp.launch(
+            reset_world_hessians,
+            dim=ndof,
+            inputs=[T.dof_world, T.world_dof_start, T.world_dense_offset, active, self.world_tree_local, self.A_world],
+            outputs=[self.H],
+            device=dev,
+        )  # fmt: skip
         if self.tree_ldlt:
             wp.copy(self.H_rows, A_rows)
         if self.uses_pcg:
