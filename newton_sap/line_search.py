@@ -2,13 +2,16 @@
 thread per world, and the stopping tests that come with it (the cost criterion, float32 stagnation).
 
 Along ``v + α Δv`` the objective is ``ℓ(α) = ℓ_A(0) + α s0 + ½ α² s1 + Σ_c ℓ_c(v_c + α Δv_c)``: the
-quadratic part needs two dot products per world (``line_dots``), the constraint part is re-evaluated per
-trial over the rows that can carry an impulse on ``[0, α_max]`` (``line_search``).
+quadratic part needs two dot products per world (``line_dots``); per row, ``Δv_c = J Δv`` and the slopes
+at both ends of ``[0, α_max]`` come from a pass over the rows in slot order (``line_rows``), which also
+lists each world's rows that can carry an impulse on the segment; the constraint part is re-evaluated per
+trial over that list only (``line_search``, one thread per world). The slot-order pass streams through the
+row buffers, where a per-world loop would jump between the interleaved contacts of its world.
 """
 
 import warp as wp
 
-from .constraints.dispatch import constraint_impulse
+from .constraints.dispatch import constraint_impulse, thread_slots
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
@@ -44,30 +47,75 @@ def constraint_slope(
     alpha: float,
     begin: int,
     end: int,
-    world_constraints: wp.array(dtype=wp.int32),
+    live_rows: wp.array(dtype=wp.int32),
     c_kind: wp.array(dtype=wp.int32),
     c_vc: wp.array(dtype=wp.vec3),
     c_dvc: wp.array(dtype=wp.vec3),
     c_vhat: wp.array(dtype=wp.vec3),
     c_R: wp.array(dtype=wp.vec3),
     c_param: wp.array(dtype=float),
-    c_live: wp.array(dtype=wp.int32),
 ):
-    """Constraint part of ``ℓ(α)``, ``dℓ/dα`` and ``d²ℓ/dα²`` along ``v_c + α Δv_c`` for α in [0, α_max]
-    (rows with ``c_live = 0`` have no impulse there and are skipped)."""
+    """Constraint part of ``ℓ(α)``, ``dℓ/dα`` and ``d²ℓ/dα²`` along ``v_c + α Δv_c`` for α in [0, α_max], over
+    the rows ``live_rows[begin:end]`` (the others have no impulse on the segment)."""
     cost = float(0.0)
     slope = float(0.0)
     curvature = float(0.0)
     for k in range(begin, end):
-        c = world_constraints[k]
-        if c_live[c] == 0:
-            continue
+        c = live_rows[k]
         dvc = c_dvc[c]
         gamma, G, lc = constraint_impulse(c_kind[c], c_vc[c] + alpha * dvc, c_vhat[c], c_R[c], c_param[c])
         cost += lc
         slope -= wp.dot(dvc, gamma)
         curvature += wp.dot(dvc, G * dvc)
     return cost, slope, curvature
+
+
+@wp.kernel
+def line_rows(
+    # inputs
+    slots_per_thread: int,
+    used_count: wp.array(dtype=wp.int32),
+    used_slots: wp.array(dtype=wp.int32),
+    world_active: wp.array(dtype=wp.int32),
+    world_constraint_start: wp.array(dtype=wp.int32),
+    c_world: wp.array(dtype=wp.int32),
+    c_kind: wp.array(dtype=wp.int32),
+    c_nnz: wp.array(dtype=wp.int32),
+    c_dof: wp.array2d(dtype=wp.int32),
+    c_J: wp.array2d(dtype=wp.vec3),
+    c_vc: wp.array(dtype=wp.vec3),
+    c_gamma: wp.array(dtype=wp.vec3),
+    c_vhat: wp.array(dtype=wp.vec3),
+    c_R: wp.array(dtype=wp.vec3),
+    c_param: wp.array(dtype=float),
+    dv: wp.array(dtype=float),
+    # outputs (world_live_count and world_row_slopes zeroed before)
+    c_dvc_out: wp.array(dtype=wp.vec3),
+    live_rows_out: wp.array(dtype=wp.int32),
+    world_live_count_out: wp.array(dtype=wp.int32),
+    world_row_slopes_out: wp.array(dtype=wp.vec2),
+):
+    """Per row of an active world (a thread takes a run of the used slots): ``Δv_c = J Δv``; the world's
+    constraint slopes ``−Σ Δv_cᵀ γ`` at α = 0 (``γ`` from the last evaluation) and at α_max; and the row
+    listed among its world's live rows, ``live_rows[world start + k]``, unless its impulse is zero at both
+    ends. Such a row has zero impulse on the whole segment: the set ``{γ = 0}`` of a projection onto a
+    convex set is the normal cone at 0 (convex) and ``v_c(α)`` is affine (separated contacts, limits out of
+    reach)."""
+    begin, end = thread_slots(wp.tid(), slots_per_thread, used_count[0])
+    for k in range(begin, end):
+        c = used_slots[k]
+        w = c_world[c]
+        if world_active[w] == 0:
+            continue
+        dvc = wp.vec3(0.0)
+        for e in range(c_nnz[c]):
+            dvc += c_J[c, e] * dv[c_dof[c, e]]
+        c_dvc_out[c] = dvc
+        g0 = c_gamma[c]
+        g1, _G1, _l1 = constraint_impulse(c_kind[c], c_vc[c] + ALPHA_MAX * dvc, c_vhat[c], c_R[c], c_param[c])
+        wp.atomic_add(world_row_slopes_out, w, wp.vec2(-wp.dot(dvc, g0), -wp.dot(dvc, g1)))
+        if wp.dot(g0, g0) != 0.0 or wp.dot(g1, g1) != 0.0:
+            live_rows_out[world_constraint_start[w] + wp.atomic_add(world_live_count_out, w, 1)] = c
 
 
 @wp.kernel
@@ -113,23 +161,19 @@ def line_search(
     world_slope: wp.array(dtype=float),
     world_forcing: wp.array(dtype=float),
     world_line: wp.array(dtype=wp.vec3),
+    world_row_slopes: wp.array(dtype=wp.vec2),
     world_constraint_start: wp.array(dtype=wp.int32),
-    world_constraint_count: wp.array(dtype=wp.int32),
-    world_constraints: wp.array(dtype=wp.int32),
+    world_live_count: wp.array(dtype=wp.int32),
+    live_rows: wp.array(dtype=wp.int32),
     c_kind: wp.array(dtype=wp.int32),
-    c_nnz: wp.array(dtype=wp.int32),
-    c_dof: wp.array2d(dtype=wp.int32),
-    c_J: wp.array2d(dtype=wp.vec3),
     c_vc: wp.array(dtype=wp.vec3),
-    c_gamma: wp.array(dtype=wp.vec3),
+    c_dvc: wp.array(dtype=wp.vec3),
     c_vhat: wp.array(dtype=wp.vec3),
     c_R: wp.array(dtype=wp.vec3),
     c_param: wp.array(dtype=float),
     dv: wp.array(dtype=float),
     Adv: wp.array(dtype=float),
     # outputs (v, Ae and world_cost are read and updated)
-    c_dvc_out: wp.array(dtype=wp.vec3),
-    c_live_out: wp.array(dtype=wp.int32),
     v: wp.array(dtype=float),
     Ae: wp.array(dtype=float),
     world_cost: wp.array(dtype=float),
@@ -143,11 +187,8 @@ def line_search(
     terms need re-evaluation per trial. Exact: the root of ``dℓ/dα`` on [0, α_max] (α_max if
     ``dℓ/dα(α_max) ≤ 0``) by Newton's method kept inside a shrinking bracket (bisection fallback).
     Backtracking: Armijo ``ℓ(α) ≤ ℓ(0) + c α dℓ/dα(0)`` from α_max down by ρ. Also records whether the
-    cost stalled (the cost criterion of SAP.md §6).
-
-    A row with zero impulse at both α = 0 and α_max has zero impulse on the whole segment: the set
-    ``{γ = 0}`` of a projection onto a convex set is the normal cone at 0 (convex) and ``v_c(α)`` is
-    affine, so such rows (separated contacts, limits out of reach) are skipped in the trials."""
+    cost stalled (the cost criterion of SAP.md §6). The trials run over the world's live rows and the
+    slopes at the ends come from :func:`line_rows`."""
     w = wp.tid()
     if world_active[w] == 0:
         return
@@ -158,24 +199,11 @@ def line_search(
     s1 = line[1]
     lA0 = line[2]
     begin = world_constraint_start[w]
-    end = begin + world_constraint_count[w]
+    end = begin + world_live_count[w]
     lc0 = world_cost[w]  # constraint cost, impulses (c_gamma) at α = 0: from constraint_eval at this v
-    dc0 = float(0.0)  # constraint slope at α = 0 and at α_max
-    dc_max = float(0.0)
-    for k in range(begin, end):
-        c = world_constraints[k]
-        dvc = wp.vec3(0.0)
-        for e in range(c_nnz[c]):
-            dvc += c_J[c, e] * dv[c_dof[c, e]]
-        c_dvc_out[c] = dvc
-        g0 = c_gamma[c]
-        g1, _G1, _l1 = constraint_impulse(c_kind[c], c_vc[c] + ALPHA_MAX * dvc, c_vhat[c], c_R[c], c_param[c])
-        dc0 -= wp.dot(dvc, g0)
-        dc_max -= wp.dot(dvc, g1)
-        live = int(1)
-        if wp.dot(g0, g0) == 0.0 and wp.dot(g1, g1) == 0.0:
-            live = 0
-        c_live_out[c] = live
+    row_slopes = world_row_slopes[w]
+    dc0 = row_slopes[0]  # constraint slope at α = 0 and at α_max
+    dc_max = row_slopes[1]
 
     cost0 = lA0 + lc0
     slope0 = s0 + dc0
@@ -190,7 +218,7 @@ def line_search(
                 alpha = float(1.0)
                 for _it in range(LINE_SEARCH_MAX_ITERATIONS):
                     lc, dc, hc = constraint_slope(
-                        alpha, begin, end, world_constraints, c_kind, c_vc, c_dvc_out, c_vhat, c_R, c_param, c_live_out
+                        alpha, begin, end, live_rows, c_kind, c_vc, c_dvc, c_vhat, c_R, c_param
                     )
                     f = s0 + alpha * s1 + dc
                     if wp.abs(f) <= LINE_SEARCH_REL_TOLERANCE * wp.abs(slope0):
@@ -210,15 +238,11 @@ def line_search(
         else:
             alpha = float(ALPHA_MAX)
             for _it in range(LINE_SEARCH_MAX_ITERATIONS):
-                lc, dc, hc = constraint_slope(
-                    alpha, begin, end, world_constraints, c_kind, c_vc, c_dvc_out, c_vhat, c_R, c_param, c_live_out
-                )
+                lc, dc, hc = constraint_slope(alpha, begin, end, live_rows, c_kind, c_vc, c_dvc, c_vhat, c_R, c_param)
                 if lA0 + alpha * s0 + 0.5 * alpha * alpha * s1 + lc <= cost0 + ARMIJO_C * alpha * slope0:
                     break
                 alpha *= BACKTRACKING_RHO
-    lc1, dc1, hc1 = constraint_slope(
-        alpha, begin, end, world_constraints, c_kind, c_vc, c_dvc_out, c_vhat, c_R, c_param, c_live_out
-    )
+    lc1, dc1, hc1 = constraint_slope(alpha, begin, end, live_rows, c_kind, c_vc, c_dvc, c_vhat, c_R, c_param)
     cost1 = lA0 + alpha * s0 + 0.5 * alpha * alpha * s1 + lc1
     for i in range(n):
         v[s + i] = v[s + i] + alpha * dv[s + i]

@@ -50,7 +50,7 @@ from .contact_constraints import contact_rows
 from .factorization import solve_tree_systems, sparse_matvec, uses_tree_ldlt
 from .jacobian import second_walk
 from .joint_constraints import SLOTS_PER_DOF, joint_constraint_rows
-from .line_search import line_dots, line_search
+from .line_search import line_dots, line_rows, line_search
 from .loop_constraints import loop_rows
 from .pcg import CG_LOOSEST_TOLERANCE, CG_MODEL_LOOSEST_TOLERANCE, precond_diag_init, tree_factor_kernel, world_pcg
 from .stiction_prediction import adopt_model_direction, model_direction_slope, predict_stiction
@@ -623,6 +623,8 @@ class SapSolver:
         self.free_motion_worlds = zeros(nw, wp.int32)  # the worlds that read v* (a mask)
         self.iteration_count = zeros(1, wp.int32)  # Newton iterations done in this step
         self.world_line = zeros(nw, wp.vec3)
+        self.world_row_slopes = zeros(nw, wp.vec2)  # line search: constraint slopes at α = 0 and α_max
+        self.world_live_count = zeros(nw, wp.int32)  # line search: rows with an impulse on [0, α_max]
         self.world_contact_count = zeros(nw, wp.int32)
         self.world_constraint_count = zeros(nw, wp.int32)
         self.world_constraint_start = zeros(nw, wp.int32)
@@ -662,7 +664,7 @@ class SapSolver:
             "c_J": zeros((n, entries), wp.vec3),
             "c_vc": zeros(n, wp.vec3),
             "c_dvc": zeros(n, wp.vec3),
-            "c_live": zeros(n, wp.int32),
+            "live_rows": zeros(n, wp.int32),  # per world (from its constraint start): rows live in the line search
             "c_gamma": zeros(n, wp.vec3),
             "c_G": zeros(n, wp.mat33),
             "c_G_model": zeros(n, wp.mat33),
@@ -913,16 +915,26 @@ class SapSolver:
             outputs=[self.world_line],
             device=dev,
         )  # fmt: skip
+        self.world_live_count.zero_()
+        self.world_row_slopes.zero_()
+        wp.launch(
+            line_rows,
+            dim=self.slot_threads,
+            inputs=[self.slots_per_thread, self.used_count, self.used_slots, self.world_active,
+                    self.world_constraint_start, self.c_world, self.c_kind, self.c_nnz, self.c_dof, self.c_J,
+                    self.c_vc, self.c_gamma, self.c_vhat, self.c_R, self.c_param, self.dv],
+            outputs=[self.c_dvc, self.live_rows, self.world_live_count, self.world_row_slopes],
+            device=dev,
+        )  # fmt: skip
         wp.launch(
             line_search,
             dim=topo.world_count,
             inputs=[T.world_dof_start, int(o.line_search == "exact"), self.world_active, self.world_predicted,
-                    self.world_slope, self.world_forcing, self.world_line,
-                    self.world_constraint_start, self.world_constraint_count, self.world_constraints, self.c_kind,
-                    self.c_nnz, self.c_dof, self.c_J, self.c_vc, self.c_gamma, self.c_vhat, self.c_R, self.c_param,
-                    self.dv, self.Adv],
-            outputs=[self.c_dvc, self.c_live, self.v, self.Ae, self.world_cost, self.world_cost_stalled,
-                     self.world_alpha, self.world_plain_newton],
+                    self.world_slope, self.world_forcing, self.world_line, self.world_row_slopes,
+                    self.world_constraint_start, self.world_live_count, self.live_rows, self.c_kind, self.c_vc,
+                    self.c_dvc, self.c_vhat, self.c_R, self.c_param, self.dv, self.Adv],
+            outputs=[self.v, self.Ae, self.world_cost, self.world_cost_stalled, self.world_alpha,
+                     self.world_plain_newton],
             device=dev,
         )  # fmt: skip
         wp.launch(count_iteration, dim=1, inputs=[self.iteration_count], device=dev)
