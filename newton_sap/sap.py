@@ -579,6 +579,7 @@ class SapSolver:
         dof_names = ("v", "grad", "dv", "jtg", "Ae", "Av0", "Adv", "grad_model", "dv_model", "pdiag")
         for name in (*dof_names, "cg_r", "cg_z", "cg_p", "cg_Hp"):
             setattr(self, name, zeros(ndof))
+        self.uses_dense_worlds = topology.world_dense_size > 0  # some world has a dense n×n block of H
         self.A_world = zeros(max(topology.world_dense_size, 1))
         self.H = zeros(max(topology.world_dense_size, 1))
         self.H_views = bucket_views(self.H, topology.world_buckets, topology.world_bucket_offset)
@@ -838,14 +839,15 @@ class SapSolver:
                 outputs=[self.world_tree_local],
                 device=dev,
             )  # fmt: skip
-        wp.launch(
-            scatter_world_dense,
-            dim=self.topo.dof_count,
-            inputs=[T.dof_parent, T.dof_depth, T.dof_row_start, T.dof_world, T.world_dof_start, T.world_dense_offset,
-                    self.world_tree_local, A_rows],
-            outputs=[self.A_world],
-            device=dev,
-        )  # fmt: skip
+        if self.uses_dense_worlds:
+            wp.launch(
+                scatter_world_dense,
+                dim=self.topo.dof_count,
+                inputs=[T.dof_parent, T.dof_depth, T.dof_row_start, T.dof_world, T.world_dof_start,
+                        T.world_dense_offset, self.world_tree_local, A_rows],
+                outputs=[self.A_world],
+                device=dev,
+            )  # fmt: skip
 
     def _newton_iteration(self, A_rows, tree_blocks, v_ref, tau, dt: float) -> None:
         """One Newton iteration of the worlds still iterating: the step, then the stopping criteria at the
@@ -989,13 +991,15 @@ class SapSolver:
         the rows of the previous solve, in every active world (the block Cholesky keeps its ordering)."""
         T, topo, dev = self.T, self.topo, self.device
         ndof = topo.dof_count
-        wp.launch(
-            reset_world_hessians,
-            dim=ndof,
-            inputs=[T.dof_world, T.world_dof_start, T.world_dense_offset, active, self.world_tree_local, self.A_world],
-            outputs=[self.H],
-            device=dev,
-        )  # fmt: skip
+        if self.uses_dense_worlds:
+            wp.launch(
+                reset_world_hessians,
+                dim=ndof,
+                inputs=[T.dof_world, T.world_dof_start, T.world_dense_offset, active, self.world_tree_local,
+                        self.A_world],
+                outputs=[self.H],
+                device=dev,
+            )  # fmt: skip
         if self.tree_ldlt:
             wp.copy(self.H_rows, A_rows)
         if self.uses_pcg:
