@@ -23,6 +23,16 @@ def second_walk(c: int, nnz: int, c_dof: wp.array2d(dtype=wp.int32), dof_parent:
 
 
 @wp.func
+def row_product(c: int, c_nnz: wp.array(dtype=wp.int32), c_dof: wp.array2d(dtype=wp.int32),
+                c_J: wp.array2d(dtype=wp.vec3), x: wp.array(dtype=float)):  # fmt: skip
+    """``J_c x`` of row c from its sparse entries (dof, 3-vector): ``Σ_e J_e x[dof_e]``."""
+    out = wp.vec3(0.0)
+    for e in range(c_nnz[c]):
+        out += c_J[c, e] * x[c_dof[c, e]]
+    return out
+
+
+@wp.func
 def tangent_frame(n: wp.vec3):
     """Rotation ``R_WC`` whose columns are two unit tangents and the unit normal ``n`` (last)."""
     a = wp.vec3(1.0, 0.0, 0.0)

@@ -12,6 +12,7 @@ row buffers, where a per-world loop would jump between the interleaved contacts 
 import warp as wp
 
 from .constraints.dispatch import constraint_impulse, thread_slots
+from .jacobian import row_product
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
@@ -107,9 +108,7 @@ def line_rows(
         w = c_world[c]
         if world_active[w] == 0:
             continue
-        dvc = wp.vec3(0.0)
-        for e in range(c_nnz[c]):
-            dvc += c_J[c, e] * dv[c_dof[c, e]]
+        dvc = row_product(c, c_nnz, c_dof, c_J, dv)
         c_dvc_out[c] = dvc
         g0 = c_gamma[c]
         g1, _G1, _l1 = constraint_impulse(c_kind[c], c_vc[c] + ALPHA_MAX * dvc, c_vhat[c], c_R[c], c_param[c])

@@ -18,6 +18,8 @@ import functools
 
 import warp as wp
 
+from .jacobian import row_product
+
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
 CG_LOOSEST_TOLERANCE = 1.0e-1
@@ -148,10 +150,7 @@ def apply_hessian(
             j = dof_parent[j]
     for k in range(begin, end):
         c = curved_rows[k]
-        Jp = wp.vec3(0.0)
-        for e in range(c_nnz[c]):
-            Jp += c_J[c, e] * p[c_dof[c, e]]
-        u = c_G[c] * Jp
+        u = c_G[c] * row_product(c, c_nnz, c_dof, c_J, p)
         for e in range(c_nnz[c]):
             d = c_dof[c, e]
             Hp[d] = Hp[d] + wp.dot(c_J[c, e], u)

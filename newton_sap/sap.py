@@ -48,7 +48,7 @@ from .block_cholesky import world_block_cholesky
 from .constraints.dispatch import constraint_impulse, slots_per_thread, thread_slots
 from .contact_constraints import contact_rows
 from .factorization import solve_tree_systems, sparse_matvec, uses_tree_ldlt
-from .jacobian import second_walk
+from .jacobian import row_product, second_walk
 from .joint_constraints import SLOTS_PER_DOF, joint_constraint_rows
 from .line_search import line_dots, line_rows, line_search
 from .loop_constraints import loop_rows
@@ -310,9 +310,7 @@ def constraint_eval(
         if world_active[w] == 0:
             continue
         nnz = c_nnz[c]
-        vc = wp.vec3(0.0)
-        for e in range(nnz):
-            vc += c_J[c, e] * v[c_dof[c, e]]
+        vc = row_product(c, c_nnz, c_dof, c_J, v)
         gamma, G, cost = constraint_impulse(c_kind[c], vc, c_vhat[c], c_R[c], c_param[c])
         c_vc_out[c] = vc
         c_gamma_out[c] = gamma

@@ -14,6 +14,7 @@ only the direction changes, and the line search still minimizes the true ℓ alo
 import warp as wp
 
 from .constraints.dispatch import constraint_predicts_stiction, linear_branch_impulse, thread_slots
+from .jacobian import row_product
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
@@ -60,9 +61,7 @@ def predict_stiction(
         if world_plain_newton[w] == 1 or wp.dot(gamma, gamma) == 0.0:
             c_G_model_out[c] = G  # no impulse (separated): not sliding, so no prediction
             continue
-        dvc = wp.vec3(0.0)
-        for e in range(nnz):
-            dvc += c_J[c, e] * dv[c_dof[c, e]]
+        dvc = row_product(c, c_nnz, c_dof, c_J, dv)
         vc = c_vc[c]
         if constraint_predicts_stiction(c_kind[c], vc, dvc, c_vhat[c], c_R[c], c_param[c]) == 1:
             gamma_model, G_model = linear_branch_impulse(vc, c_vhat[c], c_R[c])
