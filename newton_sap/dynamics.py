@@ -147,6 +147,8 @@ def mass_matrix_rows(
     joint_stiffness: wp.array(dtype=float),
     joint_rest_q: wp.array(dtype=float),
     dof_coord: wp.array(dtype=wp.int32),
+    dof_joint: wp.array(dtype=wp.int32),
+    joint_type: wp.array(dtype=wp.int32),
     # inputs
     dt: float,
     passive: int,
@@ -156,7 +158,7 @@ def mass_matrix_rows(
     dof_S_tree_in: wp.array(dtype=wp.spatial_vector),
     composite_inertia_in: wp.array(dtype=Inertia10),
     composite_force_in: wp.array(dtype=wp.spatial_vector),
-    internal_f_in: wp.array(dtype=float),
+    joint_f_in: wp.array(dtype=float),
     # outputs
     rows_out: wp.array(dtype=float),
     dense_out: wp.array(dtype=float),
@@ -167,7 +169,9 @@ def mass_matrix_rows(
 
     ``S̄_i`` is S_i about the tree point (:func:`body_inertia_and_bias`); ``F_i = I^c_{b(i)} S̄_i``; for j
     on i's dof chain ``M_ij = S̄_jᵀ F_i`` (only the subtree of b(i) is moved by both). Armature [kg·m² or
-    kg] joins the diagonal. ``τ_i = f_i − S̄_iᵀ F^c_{b(i)}`` (applied generalized force minus RNE bias).
+    kg] joins the diagonal. ``τ_i = f_i − S̄_iᵀ F^c_{b(i)}`` (applied generalized force minus RNE bias), with
+    ``f_i`` Newton's ``joint_f`` of the dof (0 for FREE/DISTANCE joints, whose ``joint_f`` is a wrench that
+    :func:`body_inertia_and_bias` applies).
 
     With ``passive = 1`` the joint's damping d [N·s/m or N·m·s/rad] and stiffness k [N/m or N·m/rad]
     toward ``joint_rest_q`` (scalar coordinates only: REVOLUTE, PRISMATIC, D6) are implicit: the
@@ -199,7 +203,11 @@ def mass_matrix_rows(
             dense_out[dense + li * n + lj] = Mij
             dense_out[dense + lj * n + li] = Mij
         j = dof_parent[j]
-    tau = internal_f_in[i] - dot6(Si, composite_force_in[b])
+    f = float(0.0)
+    jtype = joint_type[dof_joint[i]]
+    if jtype != JOINT_FREE and jtype != JOINT_DISTANCE:
+        f = joint_f_in[dof_public[i]]
+    tau = f - dot6(Si, composite_force_in[b])
     if passive == 1:
         pub = dof_public[i]
         d = joint_damping[pub]

@@ -5,7 +5,8 @@ One thread walks one root-to-leaf branch. At every joint it computes the child p
 child origin in world axes, the child's origin twist ``V_C = shift(V_P → p_C) + Σ S_k q̇_k`` and its
 velocity-product (bias) acceleration ``A_C = shift(A_P → p_C) + Σ Ṡ_k q̇_k`` (Plücker coordinates at
 the point coinciding with ``p_C``; gravity is added later, in RNE). Shared ancestors of several
-branches are recomputed by each of them with identical results.
+branches are recomputed by each of them with identical results. ``flag_changed`` tells the solver whether
+the buffers of its last FK still hold a step's input (``SolverSAP._kinematics``).
 
 Columns (``p_M`` = joint child frame origin, ``ê`` = axis in world axes):
 linear dof ``[0; ê]``; angular dof ``[ê; ê × (p_C − p_M)]``. Column rates: a column is carried by
@@ -124,24 +125,21 @@ def forward_kinematics(
     joint_dof_internal_start: wp.array(dtype=wp.int32),
     body_com: wp.array(dtype=wp.vec3),
     # inputs
-    write_body_qd: int,
+    write_public: int,
     joint_q_in: wp.array(dtype=float),
     public_qd_in: wp.array(dtype=float),
-    public_f_in: wp.array(dtype=float),
     # outputs
     body_q_out: wp.array(dtype=wp.transform),
     body_twist_out: wp.array(dtype=wp.spatial_vector),
     body_bias_acc_out: wp.array(dtype=wp.spatial_vector),
     dof_S_out: wp.array(dtype=wp.spatial_vector),
     internal_v_out: wp.array(dtype=float),
-    internal_f_out: wp.array(dtype=float),
-    body_qd_out: wp.array(dtype=wp.spatial_vector),
+    public_body_q_out: wp.array(dtype=wp.transform),
+    public_body_qd_out: wp.array(dtype=wp.spatial_vector),
 ):
-    """Branch FK (see module doc) from Newton's ``joint_q``, ``joint_qd`` and ``joint_f`` (public).
-    Writes poses, twists, bias accelerations, S, the internal velocities ``internal_v_out``
-    [rad/s, m/s] and generalized forces ``internal_f_out`` [N, N·m] (zero for FREE/DISTANCE joints,
-    whose ``joint_f`` is a world wrench at the child COM that RNE applies like ``body_f``), and, if
-    ``write_body_qd = 1``, Newton's ``body_qd`` (public)."""
+    """Branch FK (see module doc) from Newton's ``joint_q`` and ``joint_qd`` (public). Writes poses,
+    twists, bias accelerations, S, the internal velocities ``internal_v_out`` [rad/s, m/s] and, if
+    ``write_public = 1``, Newton's ``body_q`` and ``body_qd`` (public) too."""
     branch = wp.tid()
     X_WP = wp.transform_identity()
     V_P = wp.spatial_vector()
@@ -181,12 +179,9 @@ def forward_kinematics(
             for k in range(3):
                 internal_v_out[d0 + k] = w_pub[k]
                 internal_v_out[d0 + 3 + k] = v_m[k]
-                internal_f_out[d0 + k] = 0.0  # Newton's FREE joint_f is a body wrench (RNE applies it)
-                internal_f_out[d0 + 3 + k] = 0.0
         else:
             for k in range(n_lin + n_ang):
                 internal_v_out[d0 + k] = public_qd_in[qd0 + k]
-                internal_f_out[d0 + k] = public_f_in[qd0 + k]
         qd_src = internal_v_out
 
         # motion subspace columns, twist and bias acceleration
@@ -212,8 +207,9 @@ def forward_kinematics(
         A = A + motion_cross(V_carrier, V_ang)
         V = V_carrier + V_ang
 
-        if write_body_qd == 1:
-            body_qd_out[child] = body_twist_to_public(V, c_off)
+        if write_public == 1:
+            public_body_q_out[child] = X_WC
+            public_body_qd_out[child] = body_twist_to_public(V, c_off)
 
         body_q_out[child] = X_WC
         body_twist_out[child] = V
@@ -221,3 +217,31 @@ def forward_kinematics(
         X_WP = X_WC
         V_P = V
         A_P = A
+
+
+KEY_ENTRIES_PER_THREAD = wp.constant(256)
+"""Entries per thread of :func:`flag_changed` (Warp's CPU runs threads one after the other, each at a cost)."""
+
+
+@wp.kernel
+def flag_changed(
+    # inputs
+    q: wp.array(dtype=float),
+    key_q: wp.array(dtype=float),
+    qd: wp.array(dtype=float),
+    key_qd: wp.array(dtype=float),
+    # outputs (zeroed before)
+    changed_out: wp.array(dtype=wp.int32),
+):
+    """``changed_out[0] = 1`` unless ``q = key_q`` and ``qd = key_qd`` entry by entry (a NaN never equals):
+    whether the kinematics computed at ``(key_q, key_qd)`` are stale for ``(q, q̇)``. A thread compares a
+    run of :data:`KEY_ENTRIES_PER_THREAD` entries of each array."""
+    begin = wp.tid() * KEY_ENTRIES_PER_THREAD
+    for i in range(begin, wp.min(begin + KEY_ENTRIES_PER_THREAD, q.shape[0])):
+        if q[i] != key_q[i]:
+            changed_out[0] = 1
+            return
+    for i in range(begin, wp.min(begin + KEY_ENTRIES_PER_THREAD, qd.shape[0])):
+        if qd[i] != key_qd[i]:
+            changed_out[0] = 1
+            return

@@ -1,6 +1,7 @@
 """``SolverSAP``: articulated rigid bodies in reduced coordinates, stepped as in the seed (§5).
 
-One step: branch FK at ``q0`` (poses, ``S``, twists, bias accelerations; public → internal velocities)
+One step: branch FK at ``q0`` (poses, ``S``, twists, bias accelerations; public → internal velocities;
+kept from the previous step's final FK when the input is that step's output, unchanged)
 → RNE bias forces and CRBA mass matrix about each tree's COM → the constraints of the step (contacts,
 PD drives, limits, couplings, loop closures: ``sap.py``) and ONE convex SAP problem per world, solved by
 Newton's method → ``q1`` from ``v`` → FK at ``q1`` (internal → public velocities). The free motion
@@ -103,7 +104,10 @@ class SolverSAP(newton.solvers.SolverBase):
         self._dof_S = zeros(ndof, wp.spatial_vector)
         self._dof_S_tree = zeros(ndof, wp.spatial_vector)  # S about the tree points (dynamics)
         self._v0 = zeros(ndof)
-        self._f = zeros(ndof)
+        # the (joint_q, joint_qd) at which the kinematic buffers above were computed (NaN: not yet)
+        self._kinematics_q = wp.full(max(model.joint_coord_count, 1), np.nan, dtype=f32, device=device)
+        self._kinematics_qd = wp.full(max(model.joint_dof_count, 1), np.nan, dtype=f32, device=device)
+        self._kinematics_stale = zeros(1, wp.int32)
         self._tau = zeros(ndof)
         self._A_inv_diag = zeros(ndof)  # 1/A_ii
         self._v_star = zeros(ndof)
@@ -218,7 +222,7 @@ class SolverSAP(newton.solvers.SolverBase):
             joint_f = self._zero_joint_f
         if body_f is None:
             body_f, include_external = self._zero_body_f, 0
-        self._fk(state.joint_q, state.joint_qd, joint_f, body_q_out=self._body_q)
+        self._kinematics(state.joint_q, state.joint_qd)
         if topo.tree_count == 0:
             return
         wp.launch(
@@ -254,15 +258,35 @@ class SolverSAP(newton.solvers.SolverBase):
             inputs=[
                 T.dof_public, T.dof_body, T.dof_parent, T.dof_depth, T.dof_tree, T.dof_row_start,
                 T.dof_dense_offset, T.dof_local, T.tree_dof_count, T.body_tree, model.joint_armature,
-                model.joint_damping, model.joint_stiffness, model.joint_rest_q, T.dof_coord, dt, passive,
-                self._dense_blocks_used, state.joint_q, self._v0, self._dof_S_tree, self._composite_inertia,
-                self._composite_force, self._f,
+                model.joint_damping, model.joint_stiffness, model.joint_rest_q, T.dof_coord, T.dof_joint,
+                model.joint_type, dt, passive, self._dense_blocks_used, state.joint_q, self._v0, self._dof_S_tree,
+                self._composite_inertia, self._composite_force, joint_f,
             ],
             outputs=[self._rows, self._dense, self._tau, self._A_inv_diag],
             device=device,
         )  # fmt: skip
 
-    def _fk(self, joint_q, public_qd, public_f, body_q_out, body_qd_out=None):
+    def _kinematics(self, joint_q, joint_qd) -> None:
+        """FK at ``(joint_q, joint_qd)`` into the solver's buffers (``_body_q``, twists, bias accelerations,
+        S, ``v0``) unless they hold it already: the previous step's FK at its output state left them there,
+        and that state is usually this step's input. Compared entry by entry on the device, so an input
+        changed in place (a reset) or another state is recomputed; ``notify_model_changed`` starts over."""
+        if len(self.topology.branch_start) <= 1:
+            return
+        self._kinematics_stale.zero_()
+        n = max(self.model.joint_coord_count, self.model.joint_dof_count)
+        wp.launch(
+            kinematics.flag_changed,
+            dim=-(-n // kinematics.KEY_ENTRIES_PER_THREAD),
+            inputs=[joint_q, self._kinematics_q, joint_qd, self._kinematics_qd],
+            outputs=[self._kinematics_stale],
+            device=self.model.device,
+        )
+        wp.capture_if(self._kinematics_stale, self._fk, joint_q=joint_q, public_qd=joint_qd)
+
+    def _fk(self, joint_q, public_qd, state_out=None) -> None:
+        """Branch FK at ``(joint_q, public_qd)`` into the solver's kinematic buffers, remembering the
+        coordinates; with ``state_out``, its ``body_q`` and ``body_qd`` too."""
         model, topo, T = self.model, self.topology, self._topo
         if len(topo.branch_start) <= 1:
             return
@@ -273,14 +297,17 @@ class SolverSAP(newton.solvers.SolverBase):
                 T.branch_start, T.branch_joints, model.joint_type, model.joint_parent, model.joint_child,
                 model.joint_X_p, model.joint_X_c, model.joint_axis, model.joint_dof_dim, model.joint_q_start,
                 model.joint_qd_start, T.joint_dof_internal_start, model.body_com,
-                int(body_qd_out is not None), joint_q, public_qd, public_f,
+                int(state_out is not None), joint_q, public_qd,
             ],
             outputs=[
-                body_q_out, self._body_twist, self._body_bias_acc, self._dof_S, self._v0, self._f,
-                body_qd_out if body_qd_out is not None else self._scratch_body_qd,
+                self._body_q, self._body_twist, self._body_bias_acc, self._dof_S, self._v0,
+                state_out.body_q if state_out is not None else self._body_q,
+                state_out.body_qd if state_out is not None else self._scratch_body_qd,
             ],
             device=model.device,
         )  # fmt: skip
+        wp.copy(self._kinematics_q, joint_q, count=model.joint_coord_count)
+        wp.copy(self._kinematics_qd, public_qd, count=model.joint_dof_count)
 
     def _free_motion(self, dt: float, worlds=None) -> None:
         """``v* = v0 + Δt A⁻¹ τ`` per tree (dense buckets, then the sparse levels; on the CPU every tree
@@ -332,8 +359,9 @@ class SolverSAP(newton.solvers.SolverBase):
                 outputs=[state_out.joint_q, state_out.joint_qd],
                 device=model.device,
             )  # fmt: skip
-        # body arrays of state_out from its joint coordinates, exactly as Newton's FK would make them
-        self._fk(state_out.joint_q, state_out.joint_qd, self._zero_joint_f, state_out.body_q, state_out.body_qd)
+        # body arrays of state_out from its joint coordinates, exactly as Newton's FK would make them; the
+        # kinematic buffers then hold the next step's start (see _kinematics)
+        self._fk(state_out.joint_q, state_out.joint_qd, state_out)
 
     # ------------------------------------------------------------------ results
     @property
