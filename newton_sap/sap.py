@@ -197,23 +197,27 @@ def adopt_free_motion(
 @wp.kernel
 def count_constraints(
     # inputs
+    slots_per_thread: int,
     c_world: wp.array(dtype=wp.int32),
     # outputs
     world_constraint_count_out: wp.array(dtype=wp.int32),
     slot_used_out: wp.array(dtype=wp.int32),
 ):
-    """Constraints per world (contacts, drives, limits: every used slot); flags the used slots."""
-    c = wp.tid()
-    w = c_world[c]
-    slot_used_out[c] = 0
-    if w >= 0:
-        wp.atomic_add(world_constraint_count_out, w, 1)
-        slot_used_out[c] = 1
+    """Constraints per world (contacts, drives, limits: every used slot); flags the used slots. A thread
+    takes a run of slots (:func:`thread_slots`)."""
+    begin, end = thread_slots(wp.tid(), slots_per_thread, c_world.shape[0])
+    for c in range(begin, end):
+        w = c_world[c]
+        slot_used_out[c] = 0
+        if w >= 0:
+            wp.atomic_add(world_constraint_count_out, w, 1)
+            slot_used_out[c] = 1
 
 
 @wp.kernel
 def sort_constraints_by_world(
     # inputs
+    slots_per_thread: int,
     c_world: wp.array(dtype=wp.int32),
     world_constraint_start: wp.array(dtype=wp.int32),
     slot_used: wp.array(dtype=wp.int32),
@@ -226,16 +230,18 @@ def sort_constraints_by_world(
 ):
     """Two lists of the used constraint slots: bucketed by world (``world_constraint_start`` is the
     exclusive scan of the per-world counts; for per-world loops) and in slot order (``slot_rank`` is the
-    exclusive scan of ``slot_used``; for the per-row kernels), with its length."""
-    c = wp.tid()
-    if c == slot_used.shape[0] - 1:
-        used_count_out[0] = slot_rank[c] + slot_used[c]
-    w = c_world[c]
-    if w < 0:
-        return
-    used_slots_out[slot_rank[c]] = c
-    k = wp.atomic_add(world_fill, w, 1)
-    world_constraints_out[world_constraint_start[w] + k] = c
+    exclusive scan of ``slot_used``; for the per-row kernels), with its length. A thread takes a run of
+    slots."""
+    begin, end = thread_slots(wp.tid(), slots_per_thread, c_world.shape[0])
+    for c in range(begin, end):
+        if c == slot_used.shape[0] - 1:
+            used_count_out[0] = slot_rank[c] + slot_used[c]
+        w = c_world[c]
+        if w < 0:
+            continue
+        used_slots_out[slot_rank[c]] = c
+        k = wp.atomic_add(world_fill, w, 1)
+        world_constraints_out[world_constraint_start[w] + k] = c
 
 
 @wp.kernel
@@ -541,6 +547,8 @@ def newton_direction_kernel(n: int):
 @wp.kernel
 def contact_forces(
     # inputs
+    slots_per_thread: int,
+    slot_count: int,
     dt: float,
     c_world: wp.array(dtype=wp.int32),
     c_frame: wp.array(dtype=wp.mat33),
@@ -548,12 +556,14 @@ def contact_forces(
     # outputs
     force_out: wp.array(dtype=wp.vec3),
 ):
-    """Newton's ``rigid_contact_force`` [N]: ``R_WC γ / Δt`` on shape 1 (opposite on shape 0)."""
-    c = wp.tid()
-    f = wp.vec3(0.0)
-    if c_world[c] >= 0:
-        f = c_frame[c] * c_gamma[c] / dt
-    force_out[c] = f
+    """Newton's ``rigid_contact_force`` [N]: ``R_WC γ / Δt`` on shape 1 (opposite on shape 0), for the first
+    ``slot_count`` slots. A thread takes a run of slots."""
+    begin, end = thread_slots(wp.tid(), slots_per_thread, slot_count)
+    for c in range(begin, end):
+        f = wp.vec3(0.0)
+        if c_world[c] >= 0:
+            f = c_frame[c] * c_gamma[c] / dt
+        force_out[c] = f
 
 
 class SapSolver:
@@ -746,7 +756,7 @@ class SapSolver:
         if n_contacts + n_joint + n_loop == 0:
             self.c_world.fill_(-1)
         self.world_constraint_count.zero_()
-        wp.launch(count_constraints, dim=self.capacity, inputs=[self.c_world],
+        wp.launch(count_constraints, dim=self.slot_threads, inputs=[self.slots_per_thread, self.c_world],
                   outputs=[self.world_constraint_count, self.slot_used], device=dev)  # fmt: skip
         wp.utils.array_scan(self.world_constraint_count, self.world_constraint_start, inclusive=False)
         wp.utils.array_scan(self.slot_used, self.slot_rank, inclusive=False)
@@ -754,8 +764,8 @@ class SapSolver:
         self.used_count.zero_()
         wp.launch(
             sort_constraints_by_world,
-            dim=self.capacity,
-            inputs=[self.c_world, self.world_constraint_start, self.slot_used, self.slot_rank],
+            dim=self.slot_threads,
+            inputs=[self.slots_per_thread, self.c_world, self.world_constraint_start, self.slot_used, self.slot_rank],
             outputs=[self.world_fill, self.world_constraints, self.used_slots, self.used_count],
             device=dev,
         )
@@ -1074,10 +1084,11 @@ class SapSolver:
         force = getattr(contacts, "rigid_contact_force", None) if contacts is not None else None
         if force is None or self.capacity <= 0:
             return
+        count = min(self.capacity, force.shape[0])
         wp.launch(
             contact_forces,
-            dim=min(self.capacity, force.shape[0]),
-            inputs=[dt, self.c_world, self.c_frame, self.c_gamma],
+            dim=-(-count // self.slots_per_thread),
+            inputs=[self.slots_per_thread, count, dt, self.c_world, self.c_frame, self.c_gamma],
             outputs=[force],
             device=self.device,
         )
