@@ -152,6 +152,10 @@ class SolverSAP(newton.solvers.SolverBase):
         ``contacts``: Newton's ``Contacts`` from ``CollisionPipeline.collide(state_in, contacts)``, or
         None. Per-contact forces are written to ``contacts.rigid_contact_force`` [N] (on shape 1).
 
+        The step reads ``state_in.joint_q`` and ``joint_qd`` (not ``body_q``, ``body_qd``). When they equal the
+        last output state's, the kinematics computed for that output are reused; after changing model
+        arrays (frames, axes, masses) call :meth:`notify_model_changed`, as Newton requires.
+
         A step can be captured in a graph (``wp.ScopedCapture``; CUDA graphs need CUDA 12.4+ for the
         Newton loop's conditional nodes; Warp's CPU graphs work too) and then replays without host
         synchronization. Take one step before capturing: the first step with a given ``Contacts`` sizes
@@ -270,17 +274,28 @@ class SolverSAP(newton.solvers.SolverBase):
         """FK at ``(joint_q, joint_qd)`` into the solver's buffers (``_body_q``, twists, bias accelerations,
         S, ``v0``) unless they hold it already: the previous step's FK at its output state left them there,
         and that state is usually this step's input. Compared entry by entry on the device, so an input
-        changed in place (a reset) or another state is recomputed; ``notify_model_changed`` starts over."""
+        changed in place (a reset) or another state is recomputed; ``notify_model_changed`` starts over.
+        A failed world's NaN coordinates never compare equal, so FK then runs every step (same results).
+        On a GPU outside a graph capture FK always runs: reading the flag would synchronize the host."""
+        model, device = self.model, self.model.device
         if len(self.topology.branch_start) <= 1:
             return
+        if joint_q.shape[0] != model.joint_coord_count or joint_qd.shape[0] != model.joint_dof_count:
+            raise ValueError(
+                f"state arrays do not fit the model: joint_q has {joint_q.shape[0]} entries "
+                f"({model.joint_coord_count} expected), joint_qd {joint_qd.shape[0]} ({model.joint_dof_count})"
+            )
+        if device.is_cuda and not device.is_capturing:
+            self._fk(joint_q, joint_qd)
+            return
         self._kinematics_stale.zero_()
-        n = max(self.model.joint_coord_count, self.model.joint_dof_count)
+        n = max(model.joint_coord_count, model.joint_dof_count)
         wp.launch(
             kinematics.flag_changed,
             dim=-(-n // kinematics.KEY_ENTRIES_PER_THREAD),
             inputs=[joint_q, self._kinematics_q, joint_qd, self._kinematics_qd],
             outputs=[self._kinematics_stale],
-            device=self.model.device,
+            device=device,
         )
         wp.capture_if(self._kinematics_stale, self._fk, joint_q=joint_q, public_qd=joint_qd)
 
