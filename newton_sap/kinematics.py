@@ -18,6 +18,7 @@ columns carried by one frame is one product: ``Σ_k (V ×̂ S_k) q̇_k = V ×̂ 
 
 import warp as wp
 
+from .constraints.dispatch import thread_slots
 from .conventions import body_twist_to_public, free_velocity_public_to_internal
 from .spatial import motion_cross, twist_shift
 from .topology import JOINT_BALL, JOINT_D6, JOINT_DISTANCE, JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE
@@ -219,13 +220,10 @@ def forward_kinematics(
         A_P = A
 
 
-KEY_ENTRIES_PER_THREAD = wp.constant(256)
-"""Entries per thread of :func:`flag_changed` (Warp's CPU runs threads one after the other, each at a cost)."""
-
-
 @wp.kernel
 def flag_changed(
     # inputs
+    entries_per_thread: int,
     q: wp.array(dtype=float),
     key_q: wp.array(dtype=float),
     qd: wp.array(dtype=float),
@@ -235,13 +233,14 @@ def flag_changed(
 ):
     """``changed_out[0] = 1`` unless ``q = key_q`` and ``qd = key_qd`` entry by entry (a NaN never equals):
     whether the kinematics computed at ``(key_q, key_qd)`` are stale for ``(q, q̇)``. A thread compares a
-    run of :data:`KEY_ENTRIES_PER_THREAD` entries of each array."""
-    begin = wp.tid() * KEY_ENTRIES_PER_THREAD
-    for i in range(begin, wp.min(begin + KEY_ENTRIES_PER_THREAD, q.shape[0])):
+    run of entries of each array (:func:`thread_slots`)."""
+    begin, end = thread_slots(wp.tid(), entries_per_thread, q.shape[0])
+    for i in range(begin, end):
         if q[i] != key_q[i]:
             changed_out[0] = 1
             return
-    for i in range(begin, wp.min(begin + KEY_ENTRIES_PER_THREAD, qd.shape[0])):
+    begin, end = thread_slots(wp.tid(), entries_per_thread, qd.shape[0])
+    for i in range(begin, end):
         if qd[i] != key_qd[i]:
             changed_out[0] = 1
             return

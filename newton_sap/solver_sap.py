@@ -21,6 +21,7 @@ import numpy as np
 import warp as wp
 
 from . import dynamics, factorization, integration, kinematics
+from .constraints.dispatch import slots_per_thread
 from .joint_constraints import NO_LIMIT, mimic_tables
 from .options import SapOptions
 from .sap import SapSolver
@@ -290,10 +291,11 @@ class SolverSAP(newton.solvers.SolverBase):
             return
         self._kinematics_stale.zero_()
         n = max(model.joint_coord_count, model.joint_dof_count)
+        per_thread = slots_per_thread(device)
         wp.launch(
             kinematics.flag_changed,
-            dim=-(-n // kinematics.KEY_ENTRIES_PER_THREAD),
-            inputs=[joint_q, self._kinematics_q, joint_qd, self._kinematics_qd],
+            dim=-(-n // per_thread),
+            inputs=[per_thread, joint_q, self._kinematics_q, joint_qd, self._kinematics_qd],
             outputs=[self._kinematics_stale],
             device=device,
         )
