@@ -26,6 +26,7 @@ LINE_SEARCH_ALPHA_TOLERANCE = 1.0e-6
 its terms, which mostly lies far above the first test, and α to about 1e-7."""
 ARMIJO_C = 1.0e-4
 BACKTRACKING_RHO = 0.8
+"""Backtracking line search (SAP.md §6): Armijo constant c and shrink factor ρ; the first trial is α = 1/ρ."""
 COST_ABS_TOLERANCE = 1.0e-30
 COST_REL_TOLERANCE = 1.0e-7
 """Cost criterion of SAP.md §6 (after a step with α > 0.5): ``|Δℓ| < ε_ac + ε_rc (|ℓ_k+1| + |ℓ_k|) / 2``."""
@@ -41,6 +42,17 @@ COST_ROUND_OFF = 1.0e-6
 below this fraction of the cost, a full Newton step changes the cost by round-off only: Newton's method
 has reached the precision floor of the float32 problem data (stiff tangential compliances amplify
 velocity round-off, so ‖D∇ℓ‖ can stall just above ε_r·scale)."""
+NO_DESCENT = 2
+"""``world_cost_stalled`` value of a world whose direction does not descend (α = 0): round-off at the optimum,
+or a broken direction; ``check_convergence`` tells them apart by the residual."""
+NO_DESCENT_RELATIVE_RESIDUAL = 1.0e-2
+"""A world without descent whose ‖D∇ℓ‖ exceeds this fraction of ``max(‖D A v‖, ‖D Jᵀγ‖)`` ends not converged.
+The float32 floors leave at most about 1e-2 (stall exits measured over the test and benchmark scenes: medians
+1e-5 to 3e-4, largest 8e-3 on the landing pile); a wrong or failed direction leaves about 1."""
+STEP_ROUND_OFF = 1.0e-6
+"""Stagnation in float32, scale-free: a step ``α Δv`` that changes no velocity by more than this fraction of
+it (about 8 float32 ulps) leaves ``v``, and so the next direction, as it was. The cost tests above cannot see
+this when the optimal cost is about 0 (``v`` near ``v_ref`` while stiff rows amplify the round-off of ``v``)."""
 
 
 @wp.func
@@ -185,9 +197,11 @@ def line_search(
     Along the line ``ℓ_A(α) = ℓ_A(0) + α s0 + ½ α² s1`` (from :func:`line_dots`); only the constraint
     terms need re-evaluation per trial. Exact: the root of ``dℓ/dα`` on [0, α_max] (α_max if
     ``dℓ/dα(α_max) ≤ 0``) by Newton's method kept inside a shrinking bracket (bisection fallback).
-    Backtracking: Armijo ``ℓ(α) ≤ ℓ(0) + c α dℓ/dα(0)`` from α_max down by ρ. Also records whether the
-    cost stalled (the cost criterion of SAP.md §6). The trials run over the world's live rows and the
-    slopes at the ends come from :func:`line_rows`."""
+    Backtracking: the first α of ``1/ρ, 1, ρ, ρ², …`` (``LINE_SEARCH_MAX_ITERATIONS`` trials) with Armijo's
+    ``ℓ(α) ≤ ℓ(0) + c α dℓ/dα(0)``, else 0. Also records whether
+    Newton's method stalled: the cost criterion of SAP.md §6, the float32 floors (``COST_ROUND_OFF``,
+    ``STEP_ROUND_OFF``) or no descent (α = 0). The trials run over the world's live rows and the slopes at
+    the ends come from :func:`line_rows`."""
     w = wp.tid()
     if world_active[w] == 0:
         return
@@ -235,16 +249,21 @@ def line_search(
                     if converged:
                         break
         else:
-            alpha = float(ALPHA_MAX)
+            trial = 1.0 / BACKTRACKING_RHO
             for _it in range(LINE_SEARCH_MAX_ITERATIONS):
-                lc, dc, hc = constraint_slope(alpha, begin, end, live_rows, c_kind, c_vc, c_dvc, c_vhat, c_R, c_param)
-                if lA0 + alpha * s0 + 0.5 * alpha * alpha * s1 + lc <= cost0 + ARMIJO_C * alpha * slope0:
+                lc, dc, hc = constraint_slope(trial, begin, end, live_rows, c_kind, c_vc, c_dvc, c_vhat, c_R, c_param)
+                if lA0 + trial * s0 + 0.5 * trial * trial * s1 + lc <= cost0 + ARMIJO_C * trial * slope0:
+                    alpha = trial
                     break
-                alpha *= BACKTRACKING_RHO
+                trial *= BACKTRACKING_RHO  # no sufficient decrease after all trials: α stays 0 (no descent)
     lc1, dc1, hc1 = constraint_slope(alpha, begin, end, live_rows, c_kind, c_vc, c_dvc, c_vhat, c_R, c_param)
     cost1 = lA0 + alpha * s0 + 0.5 * alpha * alpha * s1 + lc1
+    moved = int(0)
     for i in range(n):
-        v[s + i] = v[s + i] + alpha * dv[s + i]
+        step = alpha * dv[s + i]
+        if wp.abs(step) > STEP_ROUND_OFF * wp.abs(v[s + i]):
+            moved = 1
+        v[s + i] = v[s + i] + step
         Ae[s + i] = Ae[s + i] + alpha * Adv[s + i]  # A (v − v_ref) follows v
     stalled = int(0)
     change = wp.abs(cost1 - cost0)
@@ -253,6 +272,8 @@ def line_search(
         if alpha < MODEL_STEP_MIN_ALPHA:
             world_plain_newton_out[w] = 1
     elif alpha == 0.0:
+        stalled = int(NO_DESCENT)
+    elif moved == 0:
         stalled = int(1)
     elif world_forcing[w] <= PRECISE_FORCING:  # a precise Newton direction
         if -slope0 <= COST_ROUND_OFF * scale:

@@ -50,7 +50,7 @@ from .contact_constraints import contact_rows
 from .factorization import solve_tree_systems, sparse_matvec, uses_tree_ldlt
 from .jacobian import row_product, second_walk
 from .joint_constraints import SLOTS_PER_DOF, joint_constraint_rows
-from .line_search import line_dots, line_rows, line_search
+from .line_search import NO_DESCENT, NO_DESCENT_RELATIVE_RESIDUAL, line_dots, line_rows, line_search
 from .loop_constraints import loop_rows
 from .pcg import CG_LOOSEST_TOLERANCE, CG_MODEL_LOOSEST_TOLERANCE, precond_diag_init, tree_factor_kernel, world_pcg
 from .stiction_prediction import adopt_model_direction, model_direction_slope, predict_stiction
@@ -338,6 +338,7 @@ def hessian_assembly(
     dof_dense_offset: wp.array(dtype=wp.int32),
     dof_local: wp.array(dtype=wp.int32),
     tree_dof_count: wp.array(dtype=wp.int32),
+    dof_parent: wp.array(dtype=wp.int32),
     dof_depth: wp.array(dtype=wp.int32),
     dof_row_start: wp.array(dtype=wp.int32),
     # inputs
@@ -374,9 +375,11 @@ def hessian_assembly(
         if wp.ddot(G, G) == 0.0:
             continue  # no curvature (separated contact, inactive limit, saturated drive): nothing to add
         nnz = c_nnz[c]
-        if world_tree_local[w] == 1 and nnz == dof_depth[c_dof[c, 0]] + 1:
+        if (world_tree_local[w] == 1 and nnz == dof_depth[c_dof[c, 0]] + 1
+                and second_walk(c, nnz, c_dof, dof_parent) == nnz):  # fmt: skip
             # one chain walk from a dof to its root (a contact with static geometry): entry f ≥ e is the
-            # (f − e)-th ancestor of entry e, at offset f − e of e's row of H (A's layout)
+            # (f − e)-th ancestor of entry e, at offset f − e of e's row of H (A's layout); a row of as
+            # many dofs that is not one walk (a mimic coupling of a dof and its descendant) is not
             for e in range(nnz):
                 row = dof_row_start[c_dof[c, e]] - e
                 GJe = G * c_J[c, e]
@@ -480,8 +483,10 @@ def check_convergence(
     world_converged: wp.array(dtype=wp.int32),
     any_active_out: wp.array(dtype=wp.int32),
 ):
-    """Stop a world at optimality, when the cost no longer changes, or after ``max_iterations``
-    (not converged). NaN residuals never pass, so a broken world ends not converged.
+    """Stop a world at optimality, when Newton's method stalled (the cost criterion, the float32 floors of
+    ``line_search``), or after ``max_iterations`` (not converged). A world whose direction did not descend
+    while its residual is above ``NO_DESCENT_RELATIVE_RESIDUAL`` of ``max(‖D A v‖, ‖D Jᵀγ‖)`` stops not
+    converged. NaN residuals never pass, so a broken world ends not converged.
     ``iteration_count[0]`` is the number of Newton iterations done; ``any_active_out[0]`` (zeroed
     before) becomes 1 if some world goes on."""
     w = wp.tid()
@@ -490,14 +495,18 @@ def check_convergence(
     iteration = iteration_count[0]
     norms = world_norms[w]
     residual = wp.sqrt(norms[0])
+    scale = wp.max(wp.sqrt(norms[1]), wp.sqrt(norms[2]))
     world_residual[w] = residual
     world_iterations[w] = iteration
     if not wp.isfinite(residual):
         world_active[w] = 0
         world_converged[w] = 0
-    elif residual <= abs_tolerance + rel_tolerance * wp.max(wp.sqrt(norms[1]), wp.sqrt(norms[2])):
+    elif residual <= abs_tolerance + rel_tolerance * scale:
         world_active[w] = 0
-    elif world_cost_stalled[w] == 1:
+    elif world_cost_stalled[w] == NO_DESCENT and residual > NO_DESCENT_RELATIVE_RESIDUAL * scale:
+        world_active[w] = 0  # no step descends while far from optimal: a broken direction, not round-off
+        world_converged[w] = 0
+    elif world_cost_stalled[w] != 0:
         world_active[w] = 0
     elif iteration >= max_iterations:
         world_active[w] = 0
@@ -1018,9 +1027,9 @@ class SapSolver:
             hessian_assembly,
             dim=self.slot_threads,
             inputs=[T.world_dof_start, T.world_dense_offset, T.world_uses_pcg, T.dof_tree, T.dof_dense_offset,
-                    T.dof_local, T.tree_dof_count, T.dof_depth, T.dof_row_start, self.slots_per_thread, self.used_count,
-                    self.used_slots, active, self.world_tree_local, self.c_world, G, self.c_nnz, self.c_dof,
-                    self.c_J],
+                    T.dof_local, T.tree_dof_count, T.dof_parent, T.dof_depth, T.dof_row_start, self.slots_per_thread,
+                    self.used_count, self.used_slots, active, self.world_tree_local, self.c_world, G, self.c_nnz,
+                    self.c_dof, self.c_J],
             outputs=[self.H, self.H_rows, self.P, self.pdiag],
             device=dev,
         )  # fmt: skip

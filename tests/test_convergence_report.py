@@ -44,3 +44,25 @@ def test_iterations_and_convergence_over_the_scenes(capsys):
     for name, mean, top, frac in rows:
         assert frac == 1.0, name
         assert mean < 8.0 and top < 40, name
+
+
+def test_a_direction_without_descent_far_from_optimal_is_not_converged():
+    """``check_convergence`` on four worlds after a line search: optimal, stalled by the cost criterion, no
+    descent at round-off level (‖D∇ℓ‖ = 1e-5 of the scale) and no descent far from optimal (a broken
+    direction, ‖D∇ℓ‖ = 0.5 of the scale). Only the last ends not converged; all four stop."""
+    from newton_sap.line_search import NO_DESCENT
+    from newton_sap.sap import check_convergence
+
+    scale = 10.0
+    residuals = [1e-7, 1e-3, 1e-4, 5.0]  # ‖D∇ℓ‖ against the threshold 1e-6 · 10 = 1e-5
+    norms = wp.array([wp.vec3(r * r, scale * scale, 1.0) for r in residuals], dtype=wp.vec3, device="cpu")
+    stalled = wp.array([0, 1, NO_DESCENT, NO_DESCENT], dtype=wp.int32, device="cpu")
+    active, converged = wp.ones(4, dtype=wp.int32, device="cpu"), wp.ones(4, dtype=wp.int32, device="cpu")
+    iterations, residual = wp.zeros(4, dtype=wp.int32, device="cpu"), wp.zeros(4, dtype=float, device="cpu")
+    any_active = wp.zeros(1, dtype=wp.int32, device="cpu")
+    count = wp.array([3], dtype=wp.int32, device="cpu")
+    wp.launch(check_convergence, dim=4, inputs=[count, 100, 0.0, 1e-6, norms, stalled],
+              outputs=[active, iterations, residual, converged, any_active], device="cpu")  # fmt: skip
+    assert active.numpy().tolist() == [0, 0, 0, 0] and any_active.numpy()[0] == 0
+    assert converged.numpy().tolist() == [1, 1, 1, 0]
+    assert np.allclose(residual.numpy(), residuals) and iterations.numpy().tolist() == [3] * 4

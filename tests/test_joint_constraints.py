@@ -257,3 +257,46 @@ def test_mimic_fingers_keep_their_coupling_while_grasping():
     assert abs(q[0] - 0.04) < 2e-3  # in contact with the box faces (0.08 − 0.01 − 0.03)
     assert solver.stats.num_contacts[0] >= 2  # both fingers touch the box
     assert worst < 1e-4
+
+
+def test_mimic_of_a_descendant_on_one_chain(monkeypatch):
+    """A three-link arm whose middle joint mimics its own child (q1 = 0.5 q2): the coupling row spans two
+    dofs of one chain without being a walk to the root, so the CPU tree solve must place it at its
+    dofs' entries of H. Started on the coupling, the arm swings under gravity for 2 s: every step meets the
+    tolerance, the coupling holds, and the tree solve's velocities equal those of the dense Cholesky of
+    the same H (assembled by another kernel)."""
+    import newton_sap.factorization as factorization
+
+    b = newton.ModelBuilder(gravity=(0.0, 0.0, -G))
+    inertia = wp.mat33(1e-2, 0, 0, 0, 1e-2, 0, 0, 0, 1e-2)
+    joints, parent = [], -1
+    for k, axis in enumerate([(0.0, 1.0, 0.0), (0.0, 0.7, 0.7), (0.0, 1.0, 0.0)]):
+        link = b.add_link(mass=1.0, inertia=inertia, com=wp.vec3(0.3, 0.0, 0.0))
+        offset = wp.transform((0.6 if k else 0.0, 0.0, 0.0 if k else 1.0), wp.quat_identity())
+        joints.append(b.add_joint_revolute(parent, link, axis=axis, parent_xform=offset))
+        parent = link
+    b.add_articulation(joints)
+    b.set_joint_mimic(joints[1], joints[2], coeffs=(0.0, 0.5))
+    model = b.finalize(device="cpu")
+
+    def swing(tree_solve):
+        monkeypatch.setattr(factorization, "TREE_LDLT_ON_CPU", tree_solve)
+        solver = newton_sap.SolverSAP(model)
+        s0, s1 = model.state(), model.state()
+        s0.joint_q.assign(np.array([0.3, -0.25, -0.5], np.float32))
+        s0.joint_qd.assign(np.array([0.5, 1.0, 2.0], np.float32))
+        newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)
+        control = model.control()
+        worst, velocities = 0.0, []
+        for _ in range(200):
+            solver.step(s0, s1, control, None, 0.01)
+            s0, s1 = s1, s0
+            assert solver.stats.converged.all() and solver.stats.residual.max() < 1e-3
+            q = s0.joint_q.numpy()
+            worst = max(worst, abs(q[1] - 0.5 * q[2]))
+            velocities.append(s0.joint_qd.numpy())
+        assert worst < 1e-4
+        return np.array(velocities)
+
+    tree, dense = swing(True), swing(False)
+    assert np.abs(tree - dense).max() < 1e-3 * np.abs(dense).max()
