@@ -4,11 +4,15 @@ A constraint between a child side C and a parent side P at a world point p has t
 ``v_c = rows · (v_C(p) − v_P(p))`` (point velocities) or ``rows · (ω_C − ω_P)`` (angular). Body velocities
 are sums over the dofs of each body's chain, ``V = Σ S̄_k q̇_k`` with ``S̄_k = [ω_k; v̄_k]`` about the
 tree's point r (its COM, see ``dynamics``); so the Jacobian entry of dof k is ``± rows · (v̄_k + ω_k × (p − r))``
-(or ``± rows · ω_k``). Dofs shared by both chains appear twice with opposite signs and cancel in every
-product.
+(or ``± rows · ω_k``). Dofs shared by both chains (a self-contact or a loop closure within one tree) move
+both sides alike: the walks stop at the chains' common ancestor.
 """
 
 import warp as wp
+
+DELASSUS_FLOOR = 1.0e-12
+"""Smallest Delassus estimate w [kg⁻¹] of a row (a body of 1e12 kg): a row whose Jacobian vanishes (a contact
+point on the axis of the only joint that moves it) still gets finite compliances ``R ∝ w``."""
 
 
 @wp.func
@@ -44,6 +48,25 @@ def tangent_frame(n: wp.vec3):
 
 
 @wp.func
+def common_ancestor(a: int, b: int, dof_tree: wp.array(dtype=wp.int32), dof_parent: wp.array(dtype=wp.int32)):
+    """Deepest dof on both chains of dofs ``a`` and ``b`` (each followed by its parents), or -1 (static sides,
+    different trees, or branches that share no dof). Only rows within one tree walk both chains."""
+    if a < 0 or b < 0:
+        return -1
+    if dof_tree[a] != dof_tree[b]:
+        return -1
+    x = a
+    while x >= 0:
+        y = b
+        while y >= 0:
+            if y == x:
+                return x
+            y = dof_parent[y]
+        x = dof_parent[x]
+    return -1
+
+
+@wp.func
 def chain_rows(
     slot: int,
     d_child: int,
@@ -60,12 +83,14 @@ def chain_rows(
     c_J: wp.array2d(dtype=wp.vec3),
 ):
     """Jacobian entries ``± rows · (point velocity at p)`` (or ``± rows · ω``) along the child (+) and
-    parent (−) dof chains; returns the entry count and the Delassus estimate ``w = ‖W‖_F / 3`` of
-    ``W = Σ_k J_k J_kᵀ / A_kk`` (symmetric: its diagonal and upper entries are summed). ``dof_S_tree``
-    holds the motion columns about each tree's point ``tree_ref`` (``S̄_k = [ω_k; v̄_k]``), so the point
-    velocity is ``v̄_k + ω_k × (p − r)``: one lever arm per walk, no body pose per dof."""
+    parent (−) dof chains, each up to (without) their common ancestor; returns the entry count and the
+    Delassus estimate ``w = max(‖W‖_F / 3, DELASSUS_FLOOR)`` of ``W = Σ_k J_k J_kᵀ / A_kk`` (symmetric: its
+    diagonal and upper entries are summed). ``dof_S_tree`` holds the motion columns about each tree's point
+    ``tree_ref`` (``S̄_k = [ω_k; v̄_k]``), so the point velocity is ``v̄_k + ω_k × (p − r)``: one lever arm
+    per walk, no body pose per dof."""
     W_diag = wp.vec3(0.0)
     W_upper = wp.vec3(0.0)  # W_01, W_02, W_12
+    shared = common_ancestor(d_child, d_parent, dof_tree, dof_parent)
     e = int(0)
     for side in range(2):
         k = d_child
@@ -76,7 +101,7 @@ def chain_rows(
         if k < 0:
             continue
         lever = p - tree_ref[dof_tree[k]]
-        while k >= 0:
+        while k != shared:  # shared = -1 unless both chains lie in one tree: then the walk ends at the root
             S = dof_S_tree[k]
             motion = wp.spatial_top(S)
             if angular == 0:
@@ -89,4 +114,4 @@ def chain_rows(
             W_upper += wp.vec3(Jk[0] * Jk_scaled[1], Jk[0] * Jk_scaled[2], Jk[1] * Jk_scaled[2])
             e += 1
             k = dof_parent[k]
-    return e, wp.sqrt(wp.dot(W_diag, W_diag) + 2.0 * wp.dot(W_upper, W_upper)) / 3.0
+    return e, wp.max(wp.sqrt(wp.dot(W_diag, W_diag) + 2.0 * wp.dot(W_upper, W_upper)) / 3.0, DELASSUS_FLOOR)

@@ -28,7 +28,7 @@ TWO_PI_SQ = 39.47841760435743  # (2π)²
 
 @wp.func
 def contact_compliance(stiffness: float, dissipation_time: float, dt: float, beta: float, sigma: float, w: float):
-    """Diagonal compliance ``R = (R_t, R_t, R_n)`` [s/kg] of a contact.
+    """Diagonal compliance ``R = (R_t, R_t, R_n)`` [kg⁻¹] of a contact.
 
     ``R_n = max(β² w / (4π²), 1 / (Δt k (Δt + τ_d)))``: the compliant value from the stiffness k
     [N/m] and dissipation time τ_d [s], capped (near-rigid regime) so that the contact's natural period

@@ -23,7 +23,7 @@ NEAR_RIGID_BETA = 0.1
 def pd_drive_parameters(
     kp: float, kd: float, q0: float, q_target: float, v_target: float, u_ff: float, dt: float, w: float
 ):
-    """``(R, v̂)`` [s/kg or s/(kg·m²); m/s or rad/s] of a drive with gains Kp [N/m], Kd [N·s/m] (or rotational),
+    """``(R, v̂)`` [kg⁻¹ or (kg·m²)⁻¹; m/s or rad/s] of a drive with gains Kp [N/m], Kd [N·s/m] (or rotational),
     targets, feed-forward u_ff, for a dof with Delassus estimate w; near-rigid rescaling applied."""
     c = dt * kp + kd
     R = 1.0 / (dt * c)
