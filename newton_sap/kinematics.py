@@ -40,7 +40,8 @@ def joint_motion(
     (angular dofs), in Newton's coordinate order.
 
     D6 angular axes are intrinsic (transported): axis k is carried by the rotations of axes < k, so
-    that ``ω = Σ ang_k q̇_k`` exactly; two axes are first orthonormalized (Gram-Schmidt)."""
+    that ``ω = Σ ang_k q̇_k`` exactly; two axes are first replaced by Newton's frame built from them
+    (comment in the D6 branch)."""
     lin = wp.mat33(0.0)
     ang = wp.mat33(0.0)
     p = wp.vec3(0.0)
@@ -74,21 +75,38 @@ def joint_motion(
             lin[0, k] = a[0]
             lin[1, k] = a[1]
             lin[2, k] = a[2]
-        a0 = joint_axis[axis_start + n_lin]
+        # Newton's angular D6 coordinates (intrinsic rotations, each axis carried by the earlier ones):
+        #   R = R(ê₀, q₀) R(ê₁, q₁) R(ê₂, q₂),  ω = ê₀ q̇₀ + R(ê₀, q₀) ê₁ q̇₁ + R(ê₀, q₀) R(ê₁, q₁) ê₂ q̇₂  (in F).
+        # One or three axes: ê_k = a_k, the stored axes as they are (any angles between them).
+        # Two axes: ê₀, ê₁ = first two columns of R_off = rot(quat_from_matrix([a₀ | a₁ | a₀ × a₁])),
+        # Warp's quaternion extraction (trace / largest-diagonal formula, then normalized) applied to
+        # that matrix. R_off = [a₀ | a₁ | a₀ × a₁] for orthonormal a₀, a₁; otherwise it is a nearby
+        # rotation, neither Gram-Schmidt nor the polar factor (a₀ = x̂, a₁ = (x̂ + ŷ)/√2 give
+        # ê₀, ê₁ = x̂, ŷ turned by ≈ −23.4° about ẑ).
+        e0 = wp.vec3(0.0)
+        e1 = wp.vec3(0.0)
+        e2 = wp.vec3(0.0)
+        if n_ang >= 1:
+            e0 = joint_axis[axis_start + n_lin]
         if n_ang >= 2:
-            a0 = wp.normalize(a0)
+            e1 = joint_axis[axis_start + n_lin + 1]
+        if n_ang == 2:
+            q_off = wp.quat_from_matrix(wp.matrix_from_cols(e0, e1, wp.cross(e0, e1)))
+            e0 = wp.quat_rotate(q_off, wp.vec3(1.0, 0.0, 0.0))
+            e1 = wp.quat_rotate(q_off, wp.vec3(0.0, 1.0, 0.0))
+        if n_ang == 3:
+            e2 = joint_axis[axis_start + n_lin + 2]
+        # transported axes: a₀ = ê₀, a₁ = R(ê₀, q₀) ê₁, a₂ = R(a₁, q₁) R(ê₀, q₀) ê₂
+        a0 = e0
         a1 = wp.vec3(0.0)
         a2 = wp.vec3(0.0)
         if n_ang >= 1:
             rot = wp.quat_from_axis_angle(a0, joint_q[q_start + n_lin])
         if n_ang >= 2:
-            b1 = joint_axis[axis_start + n_lin + 1]
-            if n_ang == 2:
-                b1 = wp.normalize(b1 - wp.dot(b1, a0) * a0)
-            a1 = wp.quat_rotate(rot, b1)
+            a1 = wp.quat_rotate(rot, e1)
             rot = wp.quat_from_axis_angle(a1, joint_q[q_start + n_lin + 1]) * rot
         if n_ang == 3:
-            a2 = wp.quat_rotate(rot, joint_axis[axis_start + n_lin + 2])
+            a2 = wp.quat_rotate(rot, e2)
             rot = wp.quat_from_axis_angle(a2, joint_q[q_start + n_lin + 2]) * rot
         for r in range(3):
             ang[r, 0] = a0[r]
