@@ -10,10 +10,6 @@ both sides alike: the walks stop at the chains' common ancestor.
 
 import warp as wp
 
-DELASSUS_FLOOR = 1.0e-12
-"""Smallest Delassus estimate w [kg⁻¹] of a row (a body of 1e12 kg): a row whose Jacobian vanishes (a contact
-point on the axis of the only joint that moves it) still gets finite compliances ``R ∝ w``."""
-
 
 @wp.func
 def second_walk(c: int, nnz: int, c_dof: wp.array2d(dtype=wp.int32), dof_parent: wp.array(dtype=wp.int32)):
@@ -84,8 +80,8 @@ def chain_rows(
 ):
     """Jacobian entries ``± rows · (point velocity at p)`` (or ``± rows · ω``) along the child (+) and
     parent (−) dof chains, each up to (without) their common ancestor; returns the entry count and the
-    Delassus estimate ``w = max(‖W‖_F / 3, DELASSUS_FLOOR)`` of ``W = Σ_k J_k J_kᵀ / A_kk`` (symmetric: its
-    diagonal and upper entries are summed). ``dof_S_tree`` holds the motion columns about each tree's point
+    Delassus estimate ``w = ‖W‖_F / 3`` of ``W = Σ_k J_k J_kᵀ / A_kk`` (symmetric: its diagonal and upper
+    entries are summed; 0 when no dof moves the rows). ``dof_S_tree`` holds the motion columns about each tree's point
     ``tree_ref`` (``S̄_k = [ω_k; v̄_k]``), so the point velocity is ``v̄_k + ω_k × (p − r)``: one lever arm
     per walk, no body pose per dof."""
     W_diag = wp.vec3(0.0)
@@ -114,4 +110,4 @@ def chain_rows(
             W_upper += wp.vec3(Jk[0] * Jk_scaled[1], Jk[0] * Jk_scaled[2], Jk[1] * Jk_scaled[2])
             e += 1
             k = dof_parent[k]
-    return e, wp.max(wp.sqrt(wp.dot(W_diag, W_diag) + 2.0 * wp.dot(W_upper, W_upper)) / 3.0, DELASSUS_FLOOR)
+    return e, wp.sqrt(wp.dot(W_diag, W_diag) + 2.0 * wp.dot(W_upper, W_upper)) / 3.0

@@ -24,6 +24,9 @@ SOFT_NORM_EPS = 1.0e-7
 """ε of the soft tangential norm [N·s]: keeps t̂ and G finite at zero slip."""
 
 TWO_PI_SQ = 39.47841760435743  # (2π)²
+CONTACT_DELASSUS_FLOOR = 1.0e-12
+"""Smallest Delassus estimate w [kg⁻¹] a contact's compliances use (a body of 1e12 kg): a contact whose
+Jacobian vanishes (a point on the axis of the only joint that moves it) keeps a finite ``R_t = σ w``."""
 
 
 @wp.func
@@ -32,9 +35,11 @@ def contact_compliance(stiffness: float, dissipation_time: float, dt: float, bet
 
     ``R_n = max(β² w / (4π²), 1 / (Δt k (Δt + τ_d)))``: the compliant value from the stiffness k
     [N/m] and dissipation time τ_d [s], capped (near-rigid regime) so that the contact's natural period
-    is no shorter than about β·Δt; ``w`` [kg⁻¹] is the Delassus diagonal estimate. ``R_t = σ w``."""
-    r_n = wp.max(beta * beta * w / TWO_PI_SQ, 1.0 / (dt * stiffness * (dt + dissipation_time)))
-    r_t = sigma * w
+    is no shorter than about β·Δt; ``w`` [kg⁻¹] is the Delassus diagonal estimate (at least
+    ``CONTACT_DELASSUS_FLOOR``). ``R_t = σ w``."""
+    w_used = wp.max(w, CONTACT_DELASSUS_FLOOR)
+    r_n = wp.max(beta * beta * w_used / TWO_PI_SQ, 1.0 / (dt * stiffness * (dt + dissipation_time)))
+    r_t = sigma * w_used
     return wp.vec3(r_t, r_t, r_n)
 
 
