@@ -4,8 +4,8 @@ For each robot and world count, one Newton model is built (``ModelBuilder.replic
 solvers in the same process, on the same device, with the same ``dt``, gravity and initial state, and
 ``contacts=None`` (no collision pipeline runs; both solvers ignore contacts here).  Robots:
 
-* ``ant``: Newton's ``nv_ant.xml`` (floating, 14 dofs), torso at the file's 0.75 m above the ground plane.
-* ``humanoid``: Newton's ``nv_humanoid.xml`` (floating, 27 dofs), root placed 1.4 m above the ground plane.
+* ``ant``: Newton's ``nv_ant.xml`` (floating, 14 dofs), torso at the file's 0.75 m above z = 0.
+* ``humanoid``: Newton's ``nv_humanoid.xml`` (floating, 27 dofs), root placed 1.4 m above z = 0 (no ground).
 * ``arm``: example-robot-data's Panda URDF with the two finger joints fixed (fixed base, 7 dofs).
 
 The initial state is the model's ``joint_q`` with every limited dof moved 10 % of its range inside its

@@ -1,1 +1,1 @@
-"""Runnable scenes: each is a small function building a ``newton.ModelBuilder`` (copy them freely)."""
+"""Runnable scenes: each is a small function that builds and returns a finalized ``newton.Model`` (copy them freely)."""

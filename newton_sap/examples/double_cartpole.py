@@ -1,8 +1,8 @@
 """Default scene: a double pendulum on a cart (Newton's bundled ``cartpole.urdf``), many worlds.
 
 Every world starts from slightly different pole angles; the motion is chaotic, so the worlds spread
-apart while each conserves its energy up to the integrator's O(Δt) error. No contacts are needed,
-which fits the solver's current stage (the contact solve comes next)."""
+apart while each conserves its energy up to the integrator's O(Δt) error. No contacts: the scene
+shows the articulated dynamics alone (the other scenes of ``scenes.py`` add contact, drives and limits)."""
 
 from __future__ import annotations
 
