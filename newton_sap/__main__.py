@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 
@@ -33,10 +34,12 @@ DEFAULT_WORLDS = 256
 
 
 def _positive(kind):
+    """An argparse type: ``kind(text)``, finite and > 0."""
+
     def parse(text):
         value = kind(text)
-        if not value > 0:
-            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+        if not (math.isfinite(value) and value > 0):
+            raise argparse.ArgumentTypeError(f"must be finite and > 0, got {text}")
         return value
 
     return parse

@@ -2,17 +2,19 @@
 
 Per contact slot ``slot < rigid_contact_count`` (a thread takes a run of slots):
 
-* bodies and world from the two shapes (``shape_body``; -1 or a static body: no dofs);
+* bodies and world from the two shapes (``shape_body``; -1 or a static body: no dofs); a contact whose
+  shape indices are not both in ``[0, shape_count)`` (a ``Contacts`` of another model) is skipped;
 * the signed distance ``φ0 = n·(p1 − p0) − (r0 + r1)`` [m] between the shapes' surfaces, from the
   body-frame points, the normal (shape 0 → shape 1) and the effective radii (Newton's
   ``rigid_contact_margin`` less the artificial ``shape_margin``); contacts inside the detection gap
   (φ0 > 0) are kept;
 * the contact frame ``R_WC = [t1 t2 n]`` and point ``p`` (midway between the two surfaces);
 * the Jacobian ``v_c = R_WCᵀ (v_1(p) − v_0(p))`` as sparse entries (dof, 3-vector): for each dof k on
-  the chain of body 1 (+) and body 0 (−), ``J_k = ± R_WCᵀ (v_k + ω_k × (p − p_Ck))`` with ``S_k =
-  [ω_k; v_k]`` at its child origin ``p_Ck``;
-* the Delassus estimate ``w = ‖Σ_k J_k J_kᵀ / A_kk‖_F / 3`` [kg⁻¹], the compliance R, the bias
-  velocity v̂ and the friction coefficient μ from the pair's materials (or the solver's overrides).
+  the chain of body 1 (+) and body 0 (−) up to their common ancestor, ``J_k = ± R_WCᵀ (v̄_k + ω_k × (p − r))``
+  with ``S̄_k = [ω_k; v̄_k]`` about the tree's point r (``jacobian.chain_rows``);
+* the Delassus estimate ``w = ‖Σ_k J_k J_kᵀ / A_kk‖_F / 3`` [kg⁻¹], the compliance R (``w`` floored in
+  ``contact_compliance``), the bias velocity v̂ and the friction coefficient μ from the pair's materials
+  (or the solver's overrides).
 """
 
 import warp as wp
@@ -110,7 +112,8 @@ def contact_rows(
             continue
         s0 = contact_shape0[c]
         s1 = contact_shape1[c]
-        if s0 < 0 or s1 < 0:
+        shape_count = shape_body.shape[0]
+        if s0 < 0 or s1 < 0 or s0 >= shape_count or s1 >= shape_count:
             continue
         b0 = shape_body[s0]
         b1 = shape_body[s1]

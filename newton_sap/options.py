@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 DEFAULT_CONTACT_STIFFNESS = 1.0e6
@@ -75,8 +76,7 @@ class SapOptions:
             raise ValueError(f"line_search must be 'exact' or 'backtracking', got {self.line_search!r}")
         if not self.rel_tolerance >= 0.0 or not self.abs_tolerance >= 0.0:
             raise ValueError("rel_tolerance and abs_tolerance must be >= 0")
-        if self.max_iterations < 1:
-            raise ValueError(f"max_iterations must be >= 1, got {self.max_iterations}")
+        _require_int("max_iterations", self.max_iterations, minimum=1)
         if self.contact_stiffness is not None and not self.contact_stiffness > 0.0:
             raise ValueError(f"contact_stiffness must be > 0 [N/m] or None, got {self.contact_stiffness}")
         if self.contact_dissipation_time is not None and not self.contact_dissipation_time >= 0.0:
@@ -87,5 +87,11 @@ class SapOptions:
             raise ValueError(f"near_rigid_threshold must be >= 0, got {self.near_rigid_threshold}")
         if not self.friction_regularization > 0.0:
             raise ValueError(f"friction_regularization must be > 0, got {self.friction_regularization}")
-        if self.dense_max_dofs < 0 or self.dense_world_max_dofs < 0 or self.block_cholesky_max_dofs < 0:
-            raise ValueError("dense_max_dofs, dense_world_max_dofs and block_cholesky_max_dofs must be >= 0")
+        for name in ("dense_max_dofs", "dense_world_max_dofs", "block_cholesky_max_dofs"):
+            _require_int(name, getattr(self, name), minimum=0)
+
+
+def _require_int(name: str, value, minimum: int) -> None:
+    """Raise ``ValueError`` unless ``value`` is an integer (not a bool or a float) ``>= minimum``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")

@@ -20,7 +20,9 @@ from .topology import JOINT_DISTANCE, JOINT_FREE
 @dataclass
 class SapSnapshot:
     """Dynamics of one state, one float64 NumPy array per world, in Newton's public generalized
-    coordinates (the order and meaning of ``State.joint_qd``, dual to ``Control.joint_f``).
+    coordinates (the order and meaning of ``State.joint_qd``, dual to ``Control.joint_f``): the n dofs
+    of a world's trees, ``joint_qd[dofs[w]]``. Loop-closing joints' dofs are not among them (their
+    joints are constraints, see ``constraint_kind``).
 
     Attributes:
         mass_matrix: ``M(q)`` [kg, kg·m, kg·m²], n×n per world, armature included, damping not.
@@ -28,13 +30,13 @@ class SapSnapshot:
         tau: The step's right-hand side ``joint_f + Jᵀ body_f − b − D v0 − K (q0 + Δt v0 − q_rest)``
             [N, N·m] (D, K: joint damping and stiffness; K acts on scalar coordinates only).
         v_star: Free-motion velocity ``v0 + Δt (M + Δt D + Δt² K)⁻¹ τ`` (public convention at ``q0``).
-        dof_start: Per world, the first public dof index (``joint_qd[dof_start[w] : dof_start[w] + n]``).
+        dofs: Per world, the (n,) increasing public dof indices of the rows and columns.
         contact_jacobian: With contacts: per world, the contacts' ``J`` of shape (3·nc, n) with
             ``v_c = J joint_qd`` [m/s], three rows (t1, t2, n) per contact in slot order.
         contact_frame: Per world, (nc, 3, 3) rotations ``R_WC = [t1 t2 n]``, normal from shape 0 to 1.
         contact_distance: Per world, (nc,) signed distances φ0 [m] (negative: penetration).
         contact_point: Per world, (nc, 3) contact points [m] in world, midway between the surfaces.
-        contact_compliance: Per world, (nc, 3) the regularization ``R`` [s/kg].
+        contact_compliance: Per world, (nc, 3) the regularization ``R`` [kg⁻¹].
         contact_bias_velocity: Per world, (nc, 3) ``v̂`` [m/s].
         contact_friction: Per world, (nc,) μ.
         contact_impulse: Per world, (nc, 3) the solved impulses γ [N·s] in the contact frames.
@@ -55,7 +57,7 @@ class SapSnapshot:
     bias: list[np.ndarray] = field(default_factory=list)
     tau: list[np.ndarray] = field(default_factory=list)
     v_star: list[np.ndarray] = field(default_factory=list)
-    dof_start: list[int] = field(default_factory=list)
+    dofs: list[np.ndarray] = field(default_factory=list)
     contact_jacobian: list[np.ndarray] = field(default_factory=list)
     contact_frame: list[np.ndarray] = field(default_factory=list)
     contact_distance: list[np.ndarray] = field(default_factory=list)
@@ -72,9 +74,9 @@ class SapSnapshot:
 
 def take_snapshot(solver, state, control, dt: float, contacts) -> SapSnapshot:
     """Run the step's dynamics (and, with ``contacts``, its SAP solve) on ``solver`` without
-    integrating, and gather the results per world in public coordinates. After a snapshot with
-    contacts, ``solver.stats`` describe the snapshot's solve."""
-    control = control if control is not None else solver._default_control
+    integrating, and gather the results per world in public coordinates. ``control``: the step's control
+    arrays, all set (``SolverSAP._control``). After a snapshot with contacts, ``solver.stats`` describe
+    the snapshot's solve."""
     n = solver.topology.dof_count
 
     def host(array):
@@ -90,7 +92,7 @@ def take_snapshot(solver, state, control, dt: float, contacts) -> SapSnapshot:
     v_star_int = host(solver._v_star)
     snap = SapSnapshot()
     maps = _velocity_maps(solver, v0_int)
-    for w, (T, acc, pub0) in enumerate(maps):
+    for w, (T, acc, dofs) in enumerate(maps):
         s, e = int(solver.topology.world_dof_start[w]), int(solver.topology.world_dof_start[w + 1])
         T_inv = np.linalg.inv(T)
         M_pub = T_inv.T @ mass_int[w] @ T_inv
@@ -98,20 +100,24 @@ def take_snapshot(solver, state, control, dt: float, contacts) -> SapSnapshot:
         snap.bias.append(T_inv.T @ bias_int[s:e] - M_pub @ acc)
         snap.tau.append(T_inv.T @ tau_int[s:e] + M_pub @ acc)
         snap.v_star.append(T @ v_star_int[s:e])
-        snap.dof_start.append(pub0)
+        snap.dofs.append(dofs)
     if contacts is not None:
         _contact_data(solver, state, control, contacts, dt, maps, snap)
     return snap
 
 
 def _contact_data(solver, state, control, contacts, dt, maps, snap) -> None:
-    """Set up and solve the step's contact problem; gather it per world."""
+    """Set up and solve the step's contact problem, with the step's statistics (``solver.stats``, a
+    dropped-contacts warning); gather it per world."""
     sap, topo = solver._sap, solver.topology
     solver._sap_ran = True
+    solver._count_dropped_contacts(contacts, warn_stacklevel=5)  # the caller of solver.snapshot
     sap.setup_constraints(solver.model, state, control, contacts, solver._body_q, solver._tree_ref, solver._dof_S_tree,
                           solver._A_inv_diag, solver._v0, solver._tau, dt)  # fmt: skip
-    v_int = sap.solve(solver._rows, solver._dense, solver._v0, solver._v_star, solver._tau, dt,
-                      functools.partial(solver._free_motion, dt)).numpy()  # fmt: skip
+    v = sap.solve(solver._rows, solver._dense, solver._v0, solver._v_star, solver._tau, dt,
+                  functools.partial(solver._free_motion, dt))  # fmt: skip
+    solver._flag_failed_worlds(v)
+    v_int = v.numpy()
     c_world, c_kind = sap.c_world.numpy(), sap.c_kind.numpy()
     c_nnz, c_dof, c_J = sap.c_nnz.numpy(), sap.c_dof.numpy(), sap.c_J.numpy().astype(np.float64)
     arrays = {
@@ -124,7 +130,7 @@ def _contact_data(solver, state, control, contacts, dt, maps, snap) -> None:
         "contact_impulse": sap.c_gamma.numpy(),
     }
     gamma = sap.c_gamma.numpy().astype(np.float64)
-    for w, (T, _acc, _pub0) in enumerate(maps):
+    for w, (T, _acc, _dofs) in enumerate(maps):
         s, e = int(topo.world_dof_start[w]), int(topo.world_dof_start[w + 1])
         T_inv = np.linalg.inv(T)
         slots = np.nonzero(c_world == w)[0]
@@ -159,9 +165,10 @@ def _world_matrices(topo, rows: np.ndarray) -> list[np.ndarray]:
     return out
 
 
-def _velocity_maps(solver, v0_int: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, int]]:
+def _velocity_maps(solver, v0_int: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Per world: ``T`` with ``q̇_pub = T q̇_int`` (a permutation, plus the free-joint blocks of
-    :func:`free_joint_velocity_map`), ``Ṫ q̇_int`` at v0 in public slots, and the first public dof."""
+    :func:`free_joint_velocity_map`), ``Ṫ q̇_int`` at v0 in public slots, and the public dof of each
+    public slot (increasing; a loop-closing joint's dofs, which may lie between, are none)."""
     topo, model = solver.topology, solver.model
     body_q = solver._body_q.numpy().astype(np.float64)
     body_com = model.body_com.numpy().astype(np.float64)
@@ -171,8 +178,8 @@ def _velocity_maps(solver, v0_int: np.ndarray) -> list[tuple[np.ndarray, np.ndar
     for w in range(topo.world_count):
         s, e = int(topo.world_dof_start[w]), int(topo.world_dof_start[w + 1])
         n = e - s
-        pub = topo.dof_public[s:e]
-        pub0 = int(pub.min()) if n else 0
+        dofs = np.sort(topo.dof_public[s:e])
+        slot = np.searchsorted(dofs, topo.dof_public[s:e])  # public slot of each internal dof
         T = np.zeros((n, n))
         acc = np.zeros(n)
         i = 0
@@ -181,15 +188,15 @@ def _velocity_maps(solver, v0_int: np.ndarray) -> list[tuple[np.ndarray, np.ndar
             if jtype[j] in (JOINT_FREE, JOINT_DISTANCE):
                 r = _free_joint_com_in_parent(body_q, body_com, jparent[j], jchild[j], jX_p[j], jX_c[j])
                 ints = np.arange(i, i + 6)
-                pubs = np.sort(pub[ints]) - pub0  # the joint's public slots, order [v, ω]
+                pubs = np.sort(slot[ints])  # the joint's public slots, order [v, ω]
                 T[np.ix_(pubs, ints)] = free_joint_velocity_map(r)
                 w0 = v0_int[s + i : s + i + 3]
                 acc[pubs[0:3]] = np.cross(w0, np.cross(w0, r))
                 i += 6
             else:
-                T[pub[i] - pub0, i] = 1.0
+                T[slot[i], i] = 1.0
                 i += 1
-        maps.append((T, acc, pub0))
+        maps.append((T, acc, dofs))
     return maps
 
 

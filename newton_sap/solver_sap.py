@@ -1,7 +1,8 @@
 """``SolverSAP``: articulated rigid bodies in reduced coordinates, stepped as in the seed (§5).
 
 One step: branch FK at ``q0`` (poses, ``S``, twists, bias accelerations; public → internal velocities;
-kept from the previous step's final FK when the input is that step's output, unchanged)
+kept from the previous step's final FK when the input is that step's output, unchanged, on the CPU or
+inside a graph capture)
 → RNE bias forces and CRBA mass matrix about each tree's COM → the constraints of the step (contacts,
 PD drives, limits, couplings, loop closures: ``sap.py``) and ONE convex SAP problem per world, solved by
 Newton's method → ``q1`` from ``v`` → FK at ``q1`` (internal → public velocities). The free motion
@@ -27,7 +28,7 @@ from .options import SapOptions
 from .sap import SapSolver
 from .snapshot import SapSnapshot, take_snapshot
 from .spatial import Inertia10
-from .topology import ModelError, bucket_views, build_topology, to_device
+from .topology import JOINT_DISTANCE, ModelError, bucket_views, build_topology, to_device
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
@@ -37,18 +38,22 @@ class SolverStats:
     """Per-world results of the last step, NumPy arrays of length ``world_count``.
 
     Attributes:
-        iterations: Newton iterations of the SAP solve (0: a world without constraints needs none
-            in the v* mode).
+        iterations: Newton iterations of the SAP solve (0: a world without constraints in the v* mode,
+            or one whose warm start ``v0`` already passes the first check, e.g. at rest).
         residual: Last scaled optimality residual ``‖D ∇ℓ‖`` of the SAP solve.
         converged: False where the world failed (non-finite state or result) or did not converge.
         failed: True where the world produced a non-finite velocity; other worlds are unaffected.
         num_contacts: Contacts of the world that entered the SAP problem.
-        num_constraints: All constraints of the world in the SAP problem (contacts, drives, limits).
+        num_constraints: All constraints of the world in the SAP problem (contacts, drives, limits,
+            joint friction, mimic couplings, loop closures).
         cg_iterations: Conjugate-gradient iterations summed over the step's Newton iterations, in
             worlds solved by PCG (more than ``block_cholesky_max_dofs`` dofs); 0 in the worlds with exact
             Newton directions.
-        contact_buffer_full: The step's ``Contacts`` buffer was full, so Newton's pipeline may have
-            dropped contacts (it does not count them); a ``RuntimeWarning`` was issued too.
+        contacts_dropped: Contacts that Newton's pipeline found but could not store, because the step's
+            ``Contacts`` buffer was too small (``rigid_contact_count − rigid_contact_max``; 0 when all fit):
+            they are missing from the SAP problem. The step also issues a ``RuntimeWarning`` for them
+            (not inside a graph capture).
+        contact_buffer_full: ``contacts_dropped > 0``.
     """
 
     iterations: np.ndarray
@@ -58,7 +63,12 @@ class SolverStats:
     num_contacts: np.ndarray
     num_constraints: np.ndarray
     cg_iterations: np.ndarray
-    contact_buffer_full: bool = False
+    contacts_dropped: int = 0
+
+    @property
+    def contact_buffer_full(self) -> bool:
+        """Whether the step's ``Contacts`` buffer was too small for the contacts found (see ``contacts_dropped``)."""
+        return self.contacts_dropped > 0
 
 
 class SolverSAP(newton.solvers.SolverBase):
@@ -70,7 +80,11 @@ class SolverSAP(newton.solvers.SolverBase):
     ``joint_rest_q``, scalar coordinates) are implicit (``A = M + Δt·D + Δt²·K``), armature joins the
     mass matrix; gravity, Coriolis, ``Control.joint_f`` and ``State.body_f`` are explicit. Contacts
     from Newton's collision pipeline enter one convex SAP problem per world (regularized friction
-    cones), solved by Newton's method with an exact line search.
+    cones), solved by Newton's method with an exact line search. PD drives, joint limits and joint
+    friction act on the scalar coordinates of tree joints (REVOLUTE, PRISMATIC, D6), as does joint
+    stiffness; set on BALL, FREE or DISTANCE dofs or on a loop-closing joint they are ignored, and the
+    constructor warns, naming the joints (Newton's defaults for those dofs set none of them). DISTANCE
+    joints are stepped as FREE: the distance range in their limits is ignored without a warning.
 
     Args:
         model: The Newton model to simulate.
@@ -126,7 +140,7 @@ class SolverSAP(newton.solvers.SolverBase):
         self._world_failed = zeros(topo.world_count, wp.int32)
         self._tree_ldlt = factorization.uses_tree_ldlt(device)  # every tree by the tree LDLᵀ (CPU)
         self._all_worlds = wp.full(max(topo.world_count, 1), 1, dtype=wp.int32, device=device)  # a mask: every world
-        self._contact_buffer_full = zeros(1, wp.int32)
+        self._contacts_dropped = zeros(1, wp.int32)  # of the last step (see SolverStats.contacts_dropped)
         self._zero_joint_f = zeros(max(model.joint_dof_count, 1))
         self._zero_body_f = zeros(nb, wp.spatial_vector)
         self._scratch_body_qd = zeros(nb, wp.spatial_vector)
@@ -138,7 +152,7 @@ class SolverSAP(newton.solvers.SolverBase):
             self._sap.dof_mimic_leader.assign(leader)
             self._sap.dof_mimic_coeffs.assign(coeffs)
         self._sap.model_constraints = (
-            _validate_joint_drives_and_limits(model, topo) or bool((leader >= 0).any()) or len(topo.loop_joints) > 0
+            _validate_joint_drives_and_limits(model, topo, o) or bool((leader >= 0).any()) or len(topo.loop_joints) > 0
         )
         self._sap_ran = False
 
@@ -147,11 +161,17 @@ class SolverSAP(newton.solvers.SolverBase):
         self._build()
 
     # ------------------------------------------------------------------ stepping
-    def step(self, state_in, state_out, control, contacts, dt: float) -> None:
+    def step(self, state_in, state_out, control, contacts, dt: float, *, observables=None) -> None:
         """Advance ``state_in`` by ``dt`` [s] into ``state_out`` (Newton's public convention).
 
+        ``control``: Newton's ``Control``, or None for the model's own control arrays; an array a
+        ``Control`` leaves None (e.g. one with only ``joint_f`` set) is taken from the model too.
         ``contacts``: Newton's ``Contacts`` from ``CollisionPipeline.collide(state_in, contacts)``, or
         None. Per-contact forces are written to ``contacts.rigid_contact_force`` [N] (on shape 1).
+        ``observables``: accepted for Newton's ``SolverBase.step`` signature and validated, but this solver
+        fills no observables (``supported_observables`` is empty); use ``stats`` and the contact forces.
+        The state, control and contact arrays must belong to this solver's model: their sizes are checked
+        (``ValueError``), and contacts with shape indices outside the model are skipped.
 
         The step reads ``state_in.joint_q`` and ``joint_qd`` (not ``body_q``, ``body_qd``). When they equal the
         last output state's, the kinematics computed for that output are reused; after changing model
@@ -161,18 +181,21 @@ class SolverSAP(newton.solvers.SolverBase):
         Newton loop's conditional nodes; Warp's CPU graphs work too) and then replays without host
         synchronization. Take one step before capturing: the first step with a given ``Contacts`` sizes
         the constraint buffers. A graph freezes ``dt``, the arrays and the options: capture again when
-        they change. Inside a capture the full-contact-buffer warning is not issued
-        (``stats.contact_buffer_full`` still reports it), and ``raise_on_nonconvergence`` is refused."""
+        they change. Inside a capture the dropped-contacts warning is not issued
+        (``stats.contacts_dropped`` still reports them), and ``raise_on_nonconvergence`` is refused."""
         dt = self._check_dt(dt)
+        self.validate_observables(observables, contacts)
         capturing = self.model.device.is_capturing
         if capturing and self.options.raise_on_nonconvergence:
             raise RuntimeError("raise_on_nonconvergence reads the results after every step; it cannot be captured")
-        control = control if control is not None else self._default_control
+        self._check_state(state_in, "state_in", ("joint_q", "joint_qd", "body_f"))
+        self._check_state(state_out, "state_out", ("joint_q", "joint_qd", "body_q", "body_qd"))
+        control = self._control(control)
         momentum = self.options.momentum_mode
         self._dynamics(state_in, control.joint_f, state_in.body_f, dt, passive=1, include_external=1)
         self._sap_ran = contacts is not None or momentum or self._sap.model_constraints
         if self._sap_ran:
-            self._check_contact_capacity(contacts, warn=not capturing)
+            self._count_dropped_contacts(contacts, warn_stacklevel=None if capturing else 3)
             self._sap.setup_constraints(self.model, state_in, control, contacts, self._body_q, self._tree_ref,
                                         self._dof_S_tree, self._A_inv_diag, self._v0, self._tau, dt)  # fmt: skip
             v = self._sap.solve(self._rows, self._dense, self._v0, self._v_star, self._tau, dt,
@@ -189,28 +212,54 @@ class SolverSAP(newton.solvers.SolverBase):
                 bad = np.nonzero(~stats.converged)[0]
                 raise RuntimeError(f"SAP did not converge in worlds {bad.tolist()} (residuals {stats.residual[bad]})")
 
-    def _check_contact_capacity(self, contacts, warn: bool) -> None:
-        """Newton's pipeline stops writing contacts when ``rigid_contact_max`` is reached, without
-        counting what it dropped: a full buffer is reported (stats and, when ``warn``, a warning), never
-        silent."""
-        self._contact_buffer_full.zero_()
-        if contacts is None or contacts.rigid_contact_max == 0:
+    def _count_dropped_contacts(self, contacts, warn_stacklevel: int | None) -> None:
+        """Newton's pipeline counts every contact it finds in ``rigid_contact_count`` but stores only
+        ``rigid_contact_max``: the excess is counted on the device into ``_contacts_dropped`` (read by
+        ``stats``) and, unless ``warn_stacklevel`` is None (inside a capture), reported by a
+        ``RuntimeWarning`` with that ``stacklevel`` (counted from here); reading the count synchronizes the
+        host."""
+        if contacts is None:
+            self._contacts_dropped.zero_()
             return
         wp.launch(
-            _flag_full_contact_buffer,
+            _count_dropped,
             dim=1,
             inputs=[contacts.rigid_contact_count, contacts.rigid_contact_max],
-            outputs=[self._contact_buffer_full],
+            outputs=[self._contacts_dropped],
             device=self.model.device,
         )
-        if warn and self._contact_buffer_full.numpy()[0]:
-            count = int(contacts.rigid_contact_count.numpy()[0])
+        if warn_stacklevel is None:
+            return
+        dropped = int(self._contacts_dropped.numpy()[0])
+        if dropped:
+            capacity = contacts.rigid_contact_max
             warnings.warn(
-                f"contact buffer full ({count} of {contacts.rigid_contact_max} slots): contacts may have been "
-                "dropped; give the CollisionPipeline a larger rigid_contact_max",
+                f"contact buffer full: {dropped} contacts dropped ({dropped + capacity} found, {capacity} slots); "
+                "give the CollisionPipeline a larger rigid_contact_max",
                 RuntimeWarning,
-                stacklevel=3,
+                stacklevel=warn_stacklevel,
             )
+
+    def _check_state(self, state, owner: str, names: tuple[str, ...]) -> None:
+        """The arrays ``names`` of ``state`` (``owner`` in the message) must fit the model; ``body_f`` may be
+        None (no external forces)."""
+        for name in names:
+            array = getattr(state, name, None)
+            if name != "body_f" or array is not None:
+                _check_length(self.model, owner, name, array)
+
+    def _control(self, control) -> newton.Control:
+        """The control arrays of a step: ``control``'s, and the model's (``Model.control``) for each one it
+        leaves None (all, for no ``control``), checked against the model's sizes."""
+        resolved = newton.Control()
+        for name in ("joint_f", "joint_target_q", "joint_target_qd", "joint_act"):
+            array = getattr(control, name, None)
+            if array is None:
+                array = getattr(self._default_control, name)
+            if array is not None:
+                _check_length(self.model, "control", name, array)
+            setattr(resolved, name, array)
+        return resolved
 
     def _check_dt(self, dt: float) -> float:
         dt = float(dt)
@@ -281,11 +330,6 @@ class SolverSAP(newton.solvers.SolverBase):
         model, device = self.model, self.model.device
         if len(self.topology.branch_start) <= 1:
             return
-        if joint_q.shape[0] != model.joint_coord_count or joint_qd.shape[0] != model.joint_dof_count:
-            raise ValueError(
-                f"state arrays do not fit the model: joint_q has {joint_q.shape[0]} entries "
-                f"({model.joint_coord_count} expected), joint_qd {joint_qd.shape[0]} ({model.joint_dof_count})"
-            )
         if device.is_cuda and not device.is_capturing:
             self._fk(joint_q, joint_qd)
             return
@@ -405,50 +449,77 @@ class SolverSAP(newton.solvers.SolverBase):
             num_contacts=sap.world_contact_count.numpy().copy(),
             num_constraints=sap.world_constraint_count.numpy().copy(),
             cg_iterations=sap.world_cg_iterations.numpy().copy(),
-            contact_buffer_full=bool(self._contact_buffer_full.numpy()[0]),
+            contacts_dropped=int(self._contacts_dropped.numpy()[0]),
         )
 
     def snapshot(self, state, control=None, dt: float = 1e-3, contacts=None) -> SapSnapshot:
         """Diagnostic snapshot of the dynamics at ``state`` (see :class:`~newton_sap.snapshot.SapSnapshot`);
         ``dt`` [s] is the step used for ``v_star`` and the constraint data; with ``contacts`` (Newton's
         ``Contacts`` for ``state``) it also holds the step's contact problem and its solution. Copies to
-        NumPy: not for hot loops. The solver's last-step ``stats`` are left as they were."""
-        return take_snapshot(self, state, control, self._check_dt(dt), contacts)
+        NumPy: not for hot loops. Without ``contacts`` the last step's ``stats`` are left as they were; with
+        them, ``stats`` then describe the snapshot's SAP solve (iterations, residuals, dropped contacts)
+        until the next step."""
+        dt = self._check_dt(dt)
+        self._check_state(state, "state", ("joint_q", "joint_qd", "body_f"))
+        return take_snapshot(self, state, self._control(control), dt, contacts)
 
 
-def _validate_joint_drives_and_limits(model: newton.Model, topo) -> bool:
-    """Check drive gains, effort limits, limit ranges and friction of the scalar-coordinate dofs,
-    naming the joint; return whether the model has any drive, finite limit or joint friction (then
-    every step solves SAP)."""
-    if topo.dof_count == 0:
+def _validate_joint_drives_and_limits(model: newton.Model, topo, options: SapOptions) -> bool:
+    """Check drive gains, effort limits, limit ranges, limit gains (those of Newton's model, read when
+    ``joint_limit_stiffness`` is None) and friction of the scalar-coordinate tree dofs, naming the joint;
+    warn about the drives, limits, friction and stiffness set on the other dofs, which the solver ignores.
+    Return whether the model has any drive, finite limit or joint friction (then every step solves SAP)."""
+    if model.joint_dof_count == 0:
         return False
     labels = list(model.joint_label)
     mode = model.joint_target_mode.numpy()
     ke, kd = model.joint_target_ke.numpy(), model.joint_target_kd.numpy()
     effort = model.joint_effort_limit.numpy()
     lower, upper = model.joint_limit_lower.numpy(), model.joint_limit_upper.numpy()
+    limit_ke, limit_kd = model.joint_limit_ke.numpy(), model.joint_limit_kd.numpy()
     friction = model.joint_friction.numpy()
     driven = np.isin(mode, [int(newton.JointTargetMode.POSITION), int(newton.JointTargetMode.VELOCITY),
-                            int(newton.JointTargetMode.POSITION_VELOCITY)])  # fmt: skip
-    any_constraint = False
+                            int(newton.JointTargetMode.POSITION_VELOCITY)]) & ((ke > 0.0) | (kd > 0.0))  # fmt: skip
+    limited = (lower > -NO_LIMIT) | (upper < NO_LIMIT)
+    scalar = np.zeros(model.joint_dof_count, bool)
+    scalar[topo.dof_public[topo.dof_coord >= 0]] = True
+    dof_joint = np.repeat(np.arange(model.joint_count), model.joint_dof_dim.numpy().sum(axis=1))
+    distance_range = limited & (model.joint_type.numpy()[dof_joint] == JOINT_DISTANCE)  # documented as ignored
+    set_dofs = driven | (limited & ~distance_range) | (friction > 0.0) | (model.joint_stiffness.numpy() > 0.0)
+    _warn_ignored_joint_settings(model, np.unique(dof_joint[~scalar & set_dofs]))
     for i in np.nonzero(topo.dof_coord >= 0)[0]:
         p, j = int(topo.dof_public[i]), int(topo.dof_joint[i])
         name = f"joint {j} ('{labels[j] if j < len(labels) else j}') dof {p}"
         if ke[p] < 0.0 or kd[p] < 0.0:
             raise ModelError(f"{name} has negative drive gains (ke = {ke[p]}, kd = {kd[p]})")
-        if driven[p] and (ke[p] > 0.0 or kd[p] > 0.0):
-            if not effort[p] > 0.0:
-                raise ModelError(f"{name} has a drive with effort limit {effort[p]}; it must be > 0")
-            any_constraint = True
+        if driven[p] and not effort[p] > 0.0:
+            raise ModelError(f"{name} has a drive with effort limit {effort[p]}; it must be > 0")
         if lower[p] > upper[p]:
             raise ModelError(f"{name} has lower limit {lower[p]} above upper limit {upper[p]}")
-        if lower[p] > -NO_LIMIT or upper[p] < NO_LIMIT:
-            any_constraint = True
+        if limited[p] and options.joint_limit_stiffness is None:
+            if not (np.isfinite(limit_ke[p]) and limit_ke[p] > 0.0):
+                raise ModelError(f"{name} has a limit with joint_limit_ke = {limit_ke[p]}; it must be finite and > 0")
+            if not (np.isfinite(limit_kd[p]) and limit_kd[p] >= 0.0):
+                raise ModelError(f"{name} has a limit with joint_limit_kd = {limit_kd[p]}; it must be finite and >= 0")
         if friction[p] < 0.0:
             raise ModelError(f"{name} has negative joint friction {friction[p]}")
-        if friction[p] > 0.0:
-            any_constraint = True
-    return any_constraint
+    return bool((scalar & (driven | limited | (friction > 0.0))).any())
+
+
+def _warn_ignored_joint_settings(model: newton.Model, joints: np.ndarray) -> None:
+    """One warning naming ``joints`` (BALL, FREE, DISTANCE or loop-closing joints), whose drives, limits,
+    friction or stiffness the solver does not apply."""
+    if len(joints) == 0:
+        return
+    labels = list(model.joint_label)
+    names = [f"joint {j} ('{labels[j] if j < len(labels) else j}')" for j in joints[:5]]
+    more = f" and {len(joints) - 5} more" if len(joints) > 5 else ""
+    warnings.warn(
+        f"drives, limits, joint friction and joint stiffness act only on REVOLUTE, PRISMATIC and D6 tree joints; "
+        f"ignored on {', '.join(names)}{more}",
+        UserWarning,
+        stacklevel=5,  # the SolverSAP(...) or notify_model_changed call
+    )
 
 
 def _validate_materials(model: newton.Model, options: SapOptions) -> None:
@@ -470,15 +541,39 @@ def _validate_materials(model: newton.Model, options: SapOptions) -> None:
             raise ModelError(f"{name} has negative contact damping shape_material_kd = {kd[s]}")
 
 
+_ARRAY_LENGTHS = {  # a state or control array -> the Model count that is its length, and what it counts
+    "joint_q": ("joint_coord_count", "joint coordinates"),
+    "joint_qd": ("joint_dof_count", "joint dofs"),
+    "body_q": ("body_count", "bodies"),
+    "body_qd": ("body_count", "bodies"),
+    "body_f": ("body_count", "bodies"),
+    "joint_f": ("joint_dof_count", "joint dofs"),
+    "joint_target_q": ("joint_coord_count", "joint coordinates"),
+    "joint_target_qd": ("joint_dof_count", "joint dofs"),
+    "joint_act": ("joint_dof_count", "joint dofs"),
+}
+
+
+def _check_length(model: newton.Model, owner: str, name: str, array) -> None:
+    """Raise ``ValueError`` unless ``array`` (``owner.name``; None: no entries) has the length the model
+    gives it; host-side (the shape only, no device access)."""
+    count, what = _ARRAY_LENGTHS[name]
+    expected, size = getattr(model, count), 0 if array is None else array.shape[0]
+    if size != expected:
+        raise ValueError(
+            f"{owner}.{name} has {size} entries, the model has {expected} {what}: an array of another model?"
+        )
+
+
 @wp.kernel
-def _flag_full_contact_buffer(
+def _count_dropped(
     contact_count: wp.array(dtype=wp.int32),
     contact_max: int,
-    full_out: wp.array(dtype=wp.int32),
+    dropped_out: wp.array(dtype=wp.int32),
 ):
-    """``full_out[0] = 1`` when Newton's pipeline filled every contact slot (a single thread)."""
-    if contact_count[0] >= contact_max:
-        full_out[0] = 1
+    """``dropped_out[0] = max(0, count − max)``: the contacts Newton's pipeline found but had no slot for
+    (a single thread)."""
+    dropped_out[0] = wp.max(contact_count[0] - contact_max, 0)
 
 
 @wp.kernel

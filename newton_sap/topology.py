@@ -120,7 +120,9 @@ class Topology:
     # SAP: dense per-world matrices grouped by world size
     world_buckets: dict[int, np.ndarray] = field(default_factory=dict)  # size n -> world ids
     world_bucket_offset: dict[int, int] = field(default_factory=dict)  # size n -> offset in world storage
-    world_dense_offset: np.ndarray | None = None  # [world] offset of its n×n block, -1: no dofs or PCG world
+    world_dense_offset: np.ndarray | None = (
+        None  # [world] offset of its n×n block, -1: no dofs, block-Cholesky or PCG world
+    )
     world_dense_size: int = 0
     world_uses_pcg: np.ndarray | None = None  # [world] 1 where the SAP systems are solved by PCG
     # SAP: tree-block sparse Cholesky of the worlds between the dense and the PCG sizes
@@ -150,10 +152,11 @@ def build_topology(
             ``block_cholesky_max_dofs`` dofs, and with block-preconditioned conjugate gradients above.
 
     Raises:
-        ModelError: unsupported joint type, a body that is the child of two joints (an unmarked
-            kinematic loop), a loop-closing joint (not supported yet), a kinematic body, bad mass or
-            inertia, a dof with zero inertia and zero armature, or a moving body outside any world
-            of a multi-world model.
+        ModelError: unsupported joint type, a body that is the child of two articulation joints (an
+            unmarked kinematic loop) or a joint cycle, a loop-closing joint (outside every articulation)
+            whose type is not BALL, REVOLUTE or FIXED, a body without a joint, a kinematic body, bad mass
+            or inertia, a dof with zero inertia and zero armature, dofs that move no tree, a moving body
+            outside any world of a multi-world model, or block-Cholesky storage beyond int32 indexing.
     """
     nb = model.body_count
     nj = model.joint_count

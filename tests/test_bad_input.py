@@ -1,5 +1,7 @@
 """Models the solver cannot simulate are refused at construction, naming the entity; bad steps raise."""
 
+import warnings
+
 import newton
 import numpy as np
 import pytest
@@ -81,3 +83,83 @@ def test_non_positive_dt_raises(dt):
     with pytest.raises(ValueError, match="dt"):
         solver.step(model.state(), model.state(), None, None, dt)
     wp.synchronize()
+
+
+def limited_hinge(limit_ke, limit_kd):
+    """A link on a hinge limited to ±0.1 rad with Newton's limit gains ``limit_ke``, ``limit_kd``."""
+    b = newton.ModelBuilder()
+    link = b.add_link(mass=1.0, com=wp.vec3(0.3, 0, 0), inertia=wp.mat33(np.eye(3, dtype=np.float32) * 1e-2))
+    joint = b.add_joint_revolute(-1, link, axis=(0, 1, 0), limit_lower=-0.1, limit_upper=0.1, limit_ke=limit_ke,
+                                 limit_kd=limit_kd, label="shoulder")  # fmt: skip
+    b.add_articulation([joint])
+    return b.finalize()
+
+
+@pytest.mark.parametrize(
+    ("limit_ke", "limit_kd", "gain"),
+    [
+        (0.0, 0.0, "ke"),
+        (0.0, 1.0, "ke"),
+        (-5.0, 1.0, "ke"),
+        (np.inf, 1.0, "ke"),
+        (1e4, -1.0, "kd"),
+        (1e4, np.nan, "kd"),
+    ],
+)
+def test_newtons_limit_gains_are_checked_when_used(limit_ke, limit_kd, gain):
+    model = limited_hinge(limit_ke, limit_kd)
+    newton_sap.SolverSAP(model)  # the solver's own limit stiffness: Newton's gains are not read
+    with pytest.raises(ModelError, match=f"shoulder.*joint_limit_{gain}"):
+        newton_sap.SolverSAP(model, joint_limit_stiffness=None)
+
+
+def test_limit_gains_are_checked_again_when_the_model_changes():
+    model = limited_hinge(1e4, 10.0)
+    solver = newton_sap.SolverSAP(model, joint_limit_stiffness=None)
+    model.joint_limit_ke.assign(np.zeros(1, np.float32))
+    with pytest.raises(ModelError, match="shoulder.*joint_limit_ke = 0.0"):
+        solver.notify_model_changed(0)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"max_iterations": 2.5}, {"max_iterations": True}, {"dense_max_dofs": 8.0}, {"dense_world_max_dofs": -1},
+     {"block_cholesky_max_dofs": "512"}],
+)  # fmt: skip
+def test_integer_options_must_be_integers(bad):
+    with pytest.raises(ValueError, match=f"{next(iter(bad))} must be an integer"):
+        newton_sap.SolverSAP(chain(), **bad)
+
+
+def ball_pendulum(label="hip"):
+    b = newton.ModelBuilder()
+    link = b.add_link(mass=1.0, com=wp.vec3(0, 0, -0.3), inertia=wp.mat33(np.eye(3, dtype=np.float32) * 1e-2))
+    b.add_articulation([b.add_joint_ball(-1, link, label=label)])
+    return b
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [{"joint_limit_upper": 0.5}, {"joint_friction": 0.2}, {"joint_stiffness": 10.0},
+     {"joint_target_ke": 50.0, "joint_target_mode": int(newton.JointTargetMode.POSITION)}],
+)  # fmt: skip
+def test_settings_a_ball_joint_ignores_are_named_in_a_warning(setting):
+    model = ball_pendulum().finalize()
+    for name, value in setting.items():
+        values = getattr(model, name).numpy()
+        values[1] = value
+        getattr(model, name).assign(values)
+    with pytest.warns(UserWarning, match=r"ignored on joint 0 \('hip'\)"):
+        newton_sap.SolverSAP(model)
+
+
+def test_newtons_defaults_on_ball_free_and_distance_joints_give_no_warning():
+    b = ball_pendulum()
+    b.add_body(mass=1.0, inertia=wp.mat33(np.eye(3, dtype=np.float32) * 1e-2))  # a FREE joint
+    link = b.add_link(mass=1.0, inertia=wp.mat33(np.eye(3, dtype=np.float32) * 1e-2))
+    b.add_articulation([b.add_joint_distance(-1, link)])  # its distance range is documented as ignored
+    model = b.finalize()
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        newton_sap.SolverSAP(model)
+    assert not [w for w in record if "ignored on" in str(w.message)]

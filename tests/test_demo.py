@@ -95,8 +95,8 @@ def test_cli_lists_the_scenes(capsys):
 
 @pytest.mark.parametrize(
     "bad",
-    [["--worlds", "0"], ["--dt", "-1e-3"], ["--seconds", "0"], ["run", "nope"], ["run", "ant", "--solver", "x"],
-     ["run", "ant", "--out", "/proc/forbidden"]],
+    [["--worlds", "0"], ["--dt", "-1e-3"], ["--seconds", "0"], ["--dt", "inf"], ["--seconds", "inf"],
+     ["--dt", "nan"], ["run", "nope"], ["run", "ant", "--solver", "x"], ["run", "ant", "--out", "/proc/forbidden"]],
 )  # fmt: skip
 def test_cli_refuses_bad_input_before_any_work(bad):
     with pytest.raises(SystemExit):

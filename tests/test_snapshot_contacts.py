@@ -3,7 +3,10 @@ its solution satisfies the discrete momentum balance ``M (v − v*) = Jᵀ γ``.
 
 import newton
 import numpy as np
+import pytest
+import warp as wp
 
+import newton_sap
 from newton_sap.diagnostics import quat_to_matrix
 
 from contact_scenes import Run, box_on_ground
@@ -64,7 +67,6 @@ def test_snapshot_without_contacts_has_no_contact_data():
 def test_snapshot_holds_every_constraint_of_the_step():
     """A dropped ant (joint limits and contacts): momentum balance over all constraints, contacts apart."""
     import newton.examples
-    import warp as wp
 
     robot = newton.ModelBuilder()
     robot.add_mjcf(newton.examples.get_asset("nv_ant.xml"), xform=wp.transform((0, 0, 0.8), wp.quat_identity()),
@@ -80,3 +82,66 @@ def test_snapshot_holds_every_constraint_of_the_step():
     lhs = A @ (snap.velocity[0] - snap.v_star[0])
     rhs = snap.constraint_jacobian[0].T @ snap.constraint_impulse[0].ravel()
     assert np.abs(lhs - rhs).max() < 1e-3 * max(np.abs(rhs).max(), 1e-3)
+
+
+def hinged_chain_then_free_body(closed):
+    """Three links hinged about y from the world (a parallelogram four-bar with the closure), optionally
+    pinned back to the world by a loop-closing hinge, then a free body: with the closure, its dof (3)
+    lies between the chain's (0-2) and the free body's (4-9)."""
+    b = newton.ModelBuilder()
+    inertia = wp.mat33(1e-3, 0, 0, 0, 2e-3, 0, 0, 0, 3e-3)
+    links = [b.add_link(mass=1.0, com=wp.vec3(0.15, 0, 0), inertia=inertia) for _ in range(3)]
+    y, offsets = (0.0, 1.0, 0.0), [(0.0, 0.0, 1.0), (0.3, 0.0, 0.0), (0.5, 0.0, 0.0)]
+    parents = [-1, links[0], links[1]]
+    b.add_articulation([b.add_joint_revolute(p, c, axis=y, parent_xform=wp.transform(o, wp.quat_identity()))
+                        for p, c, o in zip(parents, links, offsets, strict=True)])  # fmt: skip
+    if closed:
+        pin, tip = wp.transform((0.5, 0.0, 1.0), wp.quat_identity()), wp.transform((0.3, 0.0, 0.0), wp.quat_identity())
+        b.add_joint_revolute(-1, links[2], axis=y, parent_xform=pin, child_xform=tip, label="closure")
+    b.add_body(xform=wp.transform((0.0, 2.0, 1.0), wp.quat_identity()), mass=2.0, inertia=inertia)
+    model = b.finalize()
+    state = model.state()
+    q, qd = state.joint_q.numpy(), state.joint_qd.numpy()
+    q[:3] = [0.6, -0.6, 0.6 + np.pi]
+    qd[:3] = [0.5, -0.5, 0.5]
+    qd[-6:] = [0.1, -0.2, 0.3, 1.0, -2.0, 3.0]  # the free body's [v, ω]
+    state.joint_q.assign(q)
+    state.joint_qd.assign(qd)
+    newton.eval_fk(model, state.joint_q, state.joint_qd, state)
+    return model, state
+
+
+def test_snapshot_leaves_out_the_dofs_of_a_loop_closing_joint():
+    """The closure's dof between tree dofs is no row: the snapshot names the public dofs of its rows,
+    and its dynamics equal those of the linkage without the closure."""
+    snaps = []
+    for closed in (False, True):
+        model, state = hinged_chain_then_free_body(closed)
+        snaps.append(newton_sap.SolverSAP(model).snapshot(state, dt=0.01))
+    unpinned, pinned = snaps
+    assert unpinned.dofs[0].tolist() == list(range(9))
+    assert pinned.dofs[0].tolist() == [0, 1, 2, *range(4, 10)]
+    for name in ("mass_matrix", "bias", "tau", "v_star"):
+        a, b = getattr(unpinned, name)[0], getattr(pinned, name)[0]
+        assert np.allclose(a, b, rtol=1e-5, atol=1e-6), name
+
+
+def test_stats_after_a_snapshot_with_contacts_describe_its_solve():
+    """A step drops contacts (buffer of 2); a snapshot without contacts keeps its stats, one with a large
+    enough ``Contacts`` replaces them by its own solve's (nothing dropped)."""
+    run = Run(box_on_ground(boxes=2), rigid_contact_max=2)
+    with pytest.warns(RuntimeWarning, match="contact buffer full"):
+        run.step(0.01)
+    stepped = run.solver.stats
+    assert stepped.contact_buffer_full
+    run.solver.snapshot(run.s0, dt=0.01)
+    kept = run.solver.stats
+    assert kept.contacts_dropped == stepped.contacts_dropped
+    assert np.array_equal(kept.iterations, stepped.iterations) and np.array_equal(kept.residual, stepped.residual)
+    pipeline = newton.CollisionPipeline(run.model, rigid_contact_max=64)
+    contacts = pipeline.contacts()
+    pipeline.collide(run.s0, contacts)
+    snap = run.solver.snapshot(run.s0, dt=0.01, contacts=contacts)
+    stats = run.solver.stats
+    assert not stats.contact_buffer_full and stats.contacts_dropped == 0
+    assert stats.num_contacts[0] == len(snap.contact_distance[0]) > 2 and stats.converged.all()

@@ -1,0 +1,139 @@
+"""``SolverSAP.step`` as Newton calls it: its signature, partial ``Control`` objects, inputs of another
+model (refused by size, or skipped), and contact buffers too small for the contacts found."""
+
+import inspect
+import warnings
+
+import newton
+import numpy as np
+import pytest
+import warp as wp
+
+import newton_sap
+
+from contact_scenes import Run, box_on_ground
+
+DT = 0.01
+INERTIA = wp.mat33(1e-2, 0, 0, 0, 1e-2, 0, 0, 0, 1e-2)
+
+
+def driven_pendulum():
+    """A link on a PD-driven hinge whose model target (0.5 rad) is away from its start (0 rad)."""
+    b = newton.ModelBuilder()
+    link = b.add_link(mass=1.0, com=wp.vec3(0.3, 0.0, 0.0), inertia=INERTIA)
+    b.add_articulation([b.add_joint_revolute(-1, link, axis=(0, 1, 0), target_ke=50.0, target_kd=1.0)])
+    model = b.finalize()
+    model.joint_target_q.assign(np.array([0.5], np.float32))
+    return model
+
+
+def stepped(model, control, steps=10):
+    solver = newton_sap.SolverSAP(model)
+    s0, s1 = model.state(), model.state()
+    for _ in range(steps):
+        solver.step(s0, s1, control, None, DT)
+        s0, s1 = s1, s0
+    return s0.joint_q.numpy()
+
+
+def test_step_has_newtons_signature():
+    ours = inspect.signature(newton_sap.SolverSAP.step).parameters
+    newtons = inspect.signature(newton.solvers.SolverBase.step).parameters
+    assert [(p.name, p.kind) for p in ours.values()] == [(p.name, p.kind) for p in newtons.values()]
+
+
+def test_step_accepts_its_own_observables_and_refuses_others():
+    model = box_on_ground()
+    solver, other = newton_sap.SolverSAP(model), newton_sap.SolverSAP(model)
+    observables = solver.observables([])  # SolverSAP fills none: only the empty container exists
+    solver.step(model.state(), model.state(), None, None, DT, observables=observables)
+    with pytest.raises(ValueError, match="allocated them"):
+        other.step(model.state(), model.state(), None, None, DT, observables=observables)
+
+
+def test_control_with_only_joint_f_takes_the_model_targets():
+    """A bare ``newton.Control`` (targets None) steps like the model's control with the same ``joint_f``."""
+    model = driven_pendulum()
+    full = model.control()
+    full.joint_f.assign(np.array([1.0], np.float32))
+    bare = newton.Control()
+    bare.joint_f = wp.array([1.0], dtype=float)
+    q_full, q_bare = stepped(model, full), stepped(model, bare)
+    assert q_full[0] > 0.05  # the drive pulls toward the model's target
+    assert np.allclose(q_bare, q_full, atol=1e-7)
+
+
+def swap_state_out(small, big):
+    return {"state_out": small.state()}
+
+
+def swap_control(small, big):
+    return {"control": small.control()}
+
+
+def swap_target_qd(small, big):
+    control = newton.Control()
+    control.joint_target_qd = small.control().joint_target_qd
+    return {"control": control}
+
+
+def swap_body_f(small, big):
+    state_in = big.state()
+    state_in.body_f = small.state().body_f
+    return {"state_in": state_in}
+
+
+@pytest.mark.parametrize(
+    ("swap", "message"),
+    [
+        (swap_state_out, r"state_out\.joint_q has 7 entries, the model has 21"),
+        (swap_control, r"control\.joint_f has 6 entries, the model has 18"),
+        (swap_target_qd, r"control\.joint_target_qd has 6 entries, the model has 18"),
+        (swap_body_f, r"state_in\.body_f has 1 entries, the model has 3"),
+    ],
+)
+def test_arrays_of_another_model_are_refused_by_size(swap, message):
+    small, big = box_on_ground(boxes=1), box_on_ground(boxes=3)
+    solver = newton_sap.SolverSAP(big)
+    args = {"state_in": big.state(), "state_out": big.state(), "control": None} | swap(small, big)
+    with pytest.raises(ValueError, match=message):
+        solver.step(args["state_in"], args["state_out"], args["control"], None, DT)
+
+
+def test_contacts_with_shapes_outside_the_model_are_skipped():
+    """One box stepped with the contacts of a three-box stack (same first box): only the box-ground
+    contacts name shapes of the one-box model; the others are skipped, so the step equals the one with
+    the model's own contacts."""
+    own, stack = Run(box_on_ground(boxes=1)), Run(box_on_ground(boxes=3))
+    stack.pipeline.collide(stack.s0, stack.contacts)
+    own.pipeline.collide(own.s0, own.contacts)
+    n_own = int(own.contacts.rigid_contact_count.numpy()[0])
+    assert int(stack.contacts.rigid_contact_count.numpy()[0]) > n_own > 0
+    results = []
+    for contacts in (own.contacts, stack.contacts):
+        state_out = own.model.state()
+        own.solver.step(own.s0, state_out, None, contacts, DT)
+        assert own.solver.stats.num_contacts[0] == n_own
+        results.append(state_out.joint_q.numpy())
+    assert np.allclose(results[0], results[1], atol=1e-7)
+
+
+def test_dropped_contacts_are_counted_and_named():
+    run = Run(box_on_ground(boxes=2), rigid_contact_max=2)
+    with pytest.warns(RuntimeWarning, match=r"contact buffer full: (\d+) contacts dropped") as record:
+        run.step(DT)
+    found = int(run.contacts.rigid_contact_count.numpy()[0])
+    stats = run.solver.stats
+    assert found > 2 and stats.contacts_dropped == found - 2 and stats.contact_buffer_full
+    assert f"{found - 2} contacts dropped ({found} found, 2 slots)" in str(record[0].message)
+
+
+def test_exactly_full_contact_buffer_drops_nothing():
+    """Four box corners in four slots: every contact is in the problem, nothing is reported."""
+    run = Run(box_on_ground(), rigid_contact_max=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        run.step(DT)
+    stats = run.solver.stats
+    assert int(run.contacts.rigid_contact_count.numpy()[0]) == 4 and stats.num_contacts[0] == 4
+    assert stats.contacts_dropped == 0 and not stats.contact_buffer_full
