@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 from dataclasses import dataclass
 
@@ -74,6 +75,12 @@ class SapOptions:
     def __post_init__(self):
         if self.line_search not in ("exact", "backtracking"):
             raise ValueError(f"line_search must be 'exact' or 'backtracking', got {self.line_search!r}")
+        for name in ("rel_tolerance", "abs_tolerance", "contact_stiffness", "contact_dissipation_time",
+                     "near_rigid_threshold", "friction_regularization", "joint_limit_stiffness",
+                     "joint_limit_dissipation_time"):  # fmt: skip
+            value = getattr(self, name)
+            if value is not None and not math.isfinite(value):
+                raise ValueError(f"{name} must be finite, got {value}")
         if not self.rel_tolerance >= 0.0 or not self.abs_tolerance >= 0.0:
             raise ValueError("rel_tolerance and abs_tolerance must be >= 0")
         _require_int("max_iterations", self.max_iterations, minimum=1)

@@ -532,13 +532,15 @@ def _validate_materials(model: newton.Model, options: SapOptions) -> None:
     mu = model.shape_material_mu.numpy()
     for s in range(model.shape_count):
         name = f"shape {s} ('{labels[s] if s < len(labels) else s}')"
-        if not mu[s] >= 0.0:
-            raise ModelError(f"{name} has negative friction coefficient {mu[s]}")
+        if not (np.isfinite(mu[s]) and mu[s] >= 0.0):
+            raise ModelError(f"{name} has friction coefficient {mu[s]}; it must be finite and >= 0")
         uses_ke = options.contact_stiffness is None or options.contact_dissipation_time is None
-        if uses_ke and not ke[s] > 0.0:
-            raise ModelError(f"{name} has contact stiffness shape_material_ke = {ke[s]} [N/m]; it must be > 0")
-        if options.contact_dissipation_time is None and not kd[s] >= 0.0:
-            raise ModelError(f"{name} has negative contact damping shape_material_kd = {kd[s]}")
+        if uses_ke and not (np.isfinite(ke[s]) and ke[s] > 0.0):
+            raise ModelError(
+                f"{name} has contact stiffness shape_material_ke = {ke[s]} [N/m]; it must be finite and > 0"
+            )
+        if options.contact_dissipation_time is None and not (np.isfinite(kd[s]) and kd[s] >= 0.0):
+            raise ModelError(f"{name} has contact damping shape_material_kd = {kd[s]}; it must be finite and >= 0")
 
 
 _ARRAY_LENGTHS = {  # a state or control array -> the Model count that is its length, and what it counts

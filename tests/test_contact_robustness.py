@@ -11,26 +11,34 @@ from newton_sap import ModelError
 from contact_scenes import Run, box_on_ground, with_material
 
 
-def test_negative_friction_names_the_shape():
+@pytest.mark.parametrize("mu", [-0.1, np.inf, np.nan])
+def test_bad_friction_names_the_shape(mu):
     model = box_on_ground()
-    mu = model.shape_material_mu.numpy()
-    mu[1] = -0.1
-    model.shape_material_mu.assign(mu)
+    values = model.shape_material_mu.numpy()
+    values[1] = mu
+    model.shape_material_mu.assign(values)
     with pytest.raises(ModelError, match="shape 1.*friction"):
         newton_sap.SolverSAP(model)
 
 
-def test_zero_material_stiffness_names_the_shape_when_materials_are_used():
+@pytest.mark.parametrize("ke", [0.0, -1.0, np.inf])
+def test_bad_material_stiffness_names_the_shape_when_materials_are_used(ke):
+    """An infinite stiffness would make the pair's series stiffness inf/inf = NaN."""
     model = box_on_ground()
-    ke = model.shape_material_ke.numpy()
-    ke[0] = 0.0
-    model.shape_material_ke.assign(ke)
+    values = model.shape_material_ke.numpy()
+    values[0] = ke
+    model.shape_material_ke.assign(values)
     newton_sap.SolverSAP(model)  # the solver's own stiffness is used: fine
     with pytest.raises(ModelError, match="shape 0.*stiffness"):
         newton_sap.SolverSAP(model, contact_stiffness=None)
 
 
-@pytest.mark.parametrize("bad", [{"contact_stiffness": 0.0}, {"line_search": "golden"}, {"max_iterations": 0}])
+@pytest.mark.parametrize(
+    "bad",
+    [{"contact_stiffness": 0.0}, {"contact_stiffness": np.inf}, {"contact_dissipation_time": np.nan},
+     {"friction_regularization": np.inf}, {"rel_tolerance": np.nan}, {"line_search": "golden"},
+     {"max_iterations": 0}],
+)  # fmt: skip
 def test_bad_options_are_refused(bad):
     with pytest.raises(ValueError):
         newton_sap.SolverSAP(box_on_ground(), **bad)
