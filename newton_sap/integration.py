@@ -77,7 +77,8 @@ def integrate_joints(
         for k in range(3):
             joint_qd_out[qd0 + k] = w[k]
     elif jtype == JOINT_FREE or jtype == JOINT_DISTANCE:
-        q = wp.quat(joint_q_in[qs + 3], joint_q_in[qs + 4], joint_q_in[qs + 5], joint_q_in[qs + 6])
+        # normalized as FK reads it: the COM offset r0 below must use the rotation the dynamics used
+        q = wp.normalize(wp.quat(joint_q_in[qs + 3], joint_q_in[qs + 4], joint_q_in[qs + 5], joint_q_in[qs + 6]))
         w = wp.vec3(internal_v_in[d0], internal_v_in[d0 + 1], internal_v_in[d0 + 2])
         q1 = rotate_quat(q, w, dt)
         r_M = wp.transform_point(wp.transform_inverse(joint_X_c[j]), body_com[joint_child[j]])  # COM in M

@@ -51,6 +51,9 @@ class SapSnapshot:
     ``q̇_pub = T q̇_int`` the public quantities are ``M_pub = T⁻ᵀ M_int T⁻¹``,
     ``b_pub = T⁻ᵀ b_int − M_pub Ṫ q̇_int``, ``τ_pub = T⁻ᵀ τ_int + M_pub Ṫ q̇_int`` (``Ṫ q̇_int`` is
     ``ω × (ω × r)`` in the linear slots of each free joint, r = COM − M in F) and ``J_pub = J_int T⁻¹``.
+    ``v_star`` and ``velocity`` are ``T(q0) q̇_int``, consistent with ``J_pub``; the public ``joint_qd`` a
+    step writes adds ``Δt Ṫ q̇_int`` to them (``conventions.free_com_velocity_after_step``), a term of
+    order ``Δt |ω|² |r|`` for free bodies whose COM is not their origin.
     """
 
     mass_matrix: list[np.ndarray] = field(default_factory=list)

@@ -49,11 +49,11 @@ class SolverStats:
         cg_iterations: Conjugate-gradient iterations summed over the step's Newton iterations, in
             worlds solved by PCG (more than ``block_cholesky_max_dofs`` dofs); 0 in the worlds with exact
             Newton directions.
-        contacts_dropped: Contacts that Newton's pipeline found but could not store, because the step's
-            ``Contacts`` buffer was too small (``rigid_contact_count − rigid_contact_max``; 0 when all fit):
-            they are missing from the SAP problem. The step also issues a ``RuntimeWarning`` for them
-            (not inside a graph capture).
-        contact_buffer_full: ``contacts_dropped > 0``.
+        contact_buffer_full: The step's ``Contacts`` buffer was full (``rigid_contact_count ≥
+            rigid_contact_max``), so contacts may be missing from the SAP problem; the step also issues a
+            ``RuntimeWarning`` (not inside a graph capture).
+        contacts_dropped: A lower bound of the contacts missing: ``rigid_contact_count − rigid_contact_max``
+            (Newton's pipeline counts some of the contacts it had no slot for, not all).
     """
 
     iterations: np.ndarray
@@ -63,12 +63,8 @@ class SolverStats:
     num_contacts: np.ndarray
     num_constraints: np.ndarray
     cg_iterations: np.ndarray
+    contact_buffer_full: bool = False
     contacts_dropped: int = 0
-
-    @property
-    def contact_buffer_full(self) -> bool:
-        """Whether the step's ``Contacts`` buffer was too small for the contacts found (see ``contacts_dropped``)."""
-        return self.contacts_dropped > 0
 
 
 class SolverSAP(newton.solvers.SolverBase):
@@ -140,7 +136,7 @@ class SolverSAP(newton.solvers.SolverBase):
         self._world_failed = zeros(topo.world_count, wp.int32)
         self._tree_ldlt = factorization.uses_tree_ldlt(device)  # every tree by the tree LDLᵀ (CPU)
         self._all_worlds = wp.full(max(topo.world_count, 1), 1, dtype=wp.int32, device=device)  # a mask: every world
-        self._contacts_dropped = zeros(1, wp.int32)  # of the last step (see SolverStats.contacts_dropped)
+        self._contact_overflow = zeros(2, wp.int32)  # last step's [buffer full, contacts dropped] (SolverStats)
         self._zero_joint_f = zeros(max(model.joint_dof_count, 1))
         self._zero_body_f = zeros(nb, wp.spatial_vector)
         self._scratch_body_qd = zeros(nb, wp.spatial_vector)
@@ -181,8 +177,8 @@ class SolverSAP(newton.solvers.SolverBase):
         Newton loop's conditional nodes; Warp's CPU graphs work too) and then replays without host
         synchronization. Take one step before capturing: the first step with a given ``Contacts`` sizes
         the constraint buffers. A graph freezes ``dt``, the arrays and the options: capture again when
-        they change. Inside a capture the dropped-contacts warning is not issued
-        (``stats.contacts_dropped`` still reports them), and ``raise_on_nonconvergence`` is refused."""
+        they change. Inside a capture the full-contact-buffer warning is not issued
+        (``stats.contact_buffer_full`` still reports it), and ``raise_on_nonconvergence`` is refused."""
         dt = self._check_dt(dt)
         self.validate_observables(observables, contacts)
         capturing = self.model.device.is_capturing
@@ -213,28 +209,26 @@ class SolverSAP(newton.solvers.SolverBase):
                 raise RuntimeError(f"SAP did not converge in worlds {bad.tolist()} (residuals {stats.residual[bad]})")
 
     def _count_dropped_contacts(self, contacts, warn_stacklevel: int | None) -> None:
-        """Newton's pipeline counts every contact it finds in ``rigid_contact_count`` but stores only
-        ``rigid_contact_max``: the excess is counted on the device into ``_contacts_dropped`` (read by
-        ``stats``) and, unless ``warn_stacklevel`` is None (inside a capture), reported by a
-        ``RuntimeWarning`` with that ``stacklevel`` (counted from here); reading the count synchronizes the
-        host."""
+        """Newton's pipeline stores at most ``rigid_contact_max`` contacts; ``rigid_contact_count`` may count
+        some of the others. A full buffer and that excess are recorded on the device (``_contact_overflow``,
+        read by ``stats``) and, unless ``warn_stacklevel`` is None (inside a capture), reported by a
+        ``RuntimeWarning`` with that ``stacklevel`` (counted from here); reading them synchronizes the host."""
         if contacts is None:
-            self._contacts_dropped.zero_()
+            self._contact_overflow.zero_()
             return
         wp.launch(
             _count_dropped,
             dim=1,
             inputs=[contacts.rigid_contact_count, contacts.rigid_contact_max],
-            outputs=[self._contacts_dropped],
+            outputs=[self._contact_overflow],
             device=self.model.device,
         )
         if warn_stacklevel is None:
             return
-        dropped = int(self._contacts_dropped.numpy()[0])
-        if dropped:
-            capacity = contacts.rigid_contact_max
+        full, dropped = (int(x) for x in self._contact_overflow.numpy())
+        if full:
             warnings.warn(
-                f"contact buffer full: {dropped} contacts dropped ({dropped + capacity} found, {capacity} slots); "
+                f"contact buffer full ({contacts.rigid_contact_max} slots): at least {dropped} contacts dropped; "
                 "give the CollisionPipeline a larger rigid_contact_max",
                 RuntimeWarning,
                 stacklevel=warn_stacklevel,
@@ -449,7 +443,8 @@ class SolverSAP(newton.solvers.SolverBase):
             num_contacts=sap.world_contact_count.numpy().copy(),
             num_constraints=sap.world_constraint_count.numpy().copy(),
             cg_iterations=sap.world_cg_iterations.numpy().copy(),
-            contacts_dropped=int(self._contacts_dropped.numpy()[0]),
+            contact_buffer_full=bool(self._contact_overflow.numpy()[0]),
+            contacts_dropped=int(self._contact_overflow.numpy()[1]),
         )
 
     def snapshot(self, state, control=None, dt: float = 1e-3, contacts=None) -> SapSnapshot:
@@ -571,11 +566,15 @@ def _check_length(model: newton.Model, owner: str, name: str, array) -> None:
 def _count_dropped(
     contact_count: wp.array(dtype=wp.int32),
     contact_max: int,
-    dropped_out: wp.array(dtype=wp.int32),
+    overflow_out: wp.array(dtype=wp.int32),
 ):
-    """``dropped_out[0] = max(0, count − max)``: the contacts Newton's pipeline found but had no slot for
-    (a single thread)."""
-    dropped_out[0] = wp.max(contact_count[0] - contact_max, 0)
+    """``overflow_out = [count ≥ max, max(0, count − max)]``: whether Newton's pipeline filled every contact
+    slot, and how many contacts it counted beyond them (a single thread)."""
+    count = contact_count[0]
+    overflow_out[0] = 0
+    if count >= contact_max:
+        overflow_out[0] = 1
+    overflow_out[1] = wp.max(count - contact_max, 0)
 
 
 @wp.kernel

@@ -66,3 +66,11 @@ def test_a_direction_without_descent_far_from_optimal_is_not_converged():
     assert active.numpy().tolist() == [0, 0, 0, 0] and any_active.numpy()[0] == 0
     assert converged.numpy().tolist() == [1, 1, 1, 0]
     assert np.allclose(residual.numpy(), residuals) and iterations.numpy().tolist() == [3] * 4
+
+
+def test_backtracking_converges_on_the_dropped_humanoid():
+    """Armijo backtracking on a landing humanoid: where no trial decreases the cost enough along a descent
+    direction, the last (shortest) trial is taken and Newton's method goes on; every step converges."""
+    run = Run(humanoid(), line_search="backtracking")
+    run.step(0.01, 100)
+    assert np.concatenate(run.converged).all()

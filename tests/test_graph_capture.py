@@ -106,7 +106,7 @@ def test_full_contact_buffer_is_reported_from_a_graph():
         with wp.ScopedCapture(device=run.model.device) as capture:
             run.pipeline.collide(run.s0, run.contacts)
             run.solver.step(run.s0, run.s1, None, run.contacts, DT)
-    run.solver._contacts_dropped.zero_()  # forget the launched step's flag: the replay must raise it
+    run.solver._contact_overflow.zero_()  # forget the launched step's flag: the replay must raise it
     wp.capture_launch(capture.graph)
     assert run.solver.stats.contact_buffer_full
 

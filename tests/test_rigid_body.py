@@ -80,3 +80,20 @@ def test_spin_about_offset_com_keeps_com_still():
     origins = np.array([o for _, o in traj])
     assert np.abs(coms - coms[0]).max() < 1e-4  # float32 round-off; origin-velocity Euler drifts 4e-3
     assert np.abs(origins - origins[0]).max() > 0.2  # the origin did move
+
+
+def test_free_body_at_rest_with_a_non_unit_quaternion_stays_put():
+    """``joint_q`` with a quaternion of norm 1.1 (unnormalized input) and a COM 0.3 m off the body origin:
+    FK reads the normalized rotation, so must the position update; the body at rest stays where it is
+    and the output quaternion is unit."""
+    b = newton.ModelBuilder(gravity=(0.0, 0.0, 0.0))
+    body = b.add_link(mass=1.0, com=wp.vec3(0.3, 0.0, 0.0), inertia=wp.mat33(*np.diag([0.02, 0.03, 0.04]).ravel()))
+    b.add_articulation([b.add_joint_free(body)])
+    model = b.finalize(device="cpu")
+    s0, s1 = model.state(), model.state()
+    s0.joint_q.assign(np.array([0.1, 0.2, 0.3, 0.0, 0.0, 0.0, 1.1], np.float32))
+    newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)
+    newton_sap.SolverSAP(model).step(s0, s1, None, None, 1e-3)
+    q = s1.joint_q.numpy()
+    assert np.allclose(q[:3], [0.1, 0.2, 0.3], atol=1e-6)
+    assert np.allclose(q[3:], [0.0, 0.0, 0.0, 1.0], atol=1e-6)
