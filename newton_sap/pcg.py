@@ -10,6 +10,8 @@ whose contacts only touch one tree each (robots on the ground, objects on static
 One thread per world runs the whole CG loop (``world_pcg``): a single launch per Newton iteration,
 where a launch per CG operation would be dominated by launch overhead (hundreds of CG iterations on a
 contact-coupled pile). The tree blocks are factored beforehand by tile kernels (``tree_factor_kernel``).
+That layout suits the CPU; on GPUs ``pcg_parallel.py`` runs the same iterations over all dofs, trees and
+rows (option ``pcg_threads``).
 """
 
 from __future__ import annotations
@@ -81,11 +83,41 @@ def tree_factor_kernel(n: int):
 
 
 @wp.func
+def precondition_tree(
+    s: int,
+    m: int,
+    dof_dense_offset: wp.array(dtype=wp.int32),
+    P: wp.array(dtype=float),
+    pdiag: wp.array(dtype=float),
+    r: wp.array(dtype=float),
+    z: wp.array(dtype=float),
+):
+    """``z = P_t⁻¹ r`` over one tree's dofs [s, s + m): forward and back substitution with the tree's stored
+    Cholesky factor L (row-major, lower triangle, at ``dof_dense_offset[s]``), Jacobi for a tree without
+    a dense block (offset < 0)."""
+    block = dof_dense_offset[s]
+    if block < 0:
+        for a in range(m):
+            z[s + a] = r[s + a] / pdiag[s + a]
+        return
+    for a in range(m):  # L y = r
+        acc = r[s + a]
+        for b in range(a):
+            acc -= P[block + a * m + b] * z[s + b]
+        z[s + a] = acc / P[block + a * m + a]
+    for a2 in range(m):  # Lᵀ z = y
+        a = m - 1 - a2
+        acc = z[s + a]
+        for b in range(a + 1, m):
+            acc -= P[block + b * m + a] * z[s + b]
+        z[s + a] = acc / P[block + a * m + a]
+
+
+@wp.func
 def apply_preconditioner(
     s: int,
     n: int,
     dof_dense_offset: wp.array(dtype=wp.int32),
-    dof_local: wp.array(dtype=wp.int32),
     dof_tree: wp.array(dtype=wp.int32),
     tree_dof_count: wp.array(dtype=wp.int32),
     P: wp.array(dtype=float),
@@ -93,28 +125,12 @@ def apply_preconditioner(
     r: wp.array(dtype=float),
     z: wp.array(dtype=float),
 ):
-    """``z = P⁻¹ r`` over a world's dofs [s, s + n): forward and back substitution with each dense
-    tree's stored Cholesky factor L (row-major, lower triangle), Jacobi for the other trees."""
+    """``z = P⁻¹ r`` over a world's dofs [s, s + n), tree by tree (:func:`precondition_tree`)."""
     i = s
     while i < s + n:
-        block = dof_dense_offset[i]
-        if block < 0:
-            z[i] = r[i] / pdiag[i]
-            i += 1
-        else:
-            m = tree_dof_count[dof_tree[i]]
-            for a in range(m):  # L y = r
-                acc = r[i + a]
-                for b in range(a):
-                    acc -= P[block + a * m + b] * z[i + b]
-                z[i + a] = acc / P[block + a * m + a]
-            for a2 in range(m):  # Lᵀ z = y
-                a = m - 1 - a2
-                acc = z[i + a]
-                for b in range(a + 1, m):
-                    acc -= P[block + b * m + a] * z[i + b]
-                z[i + a] = acc / P[block + a * m + a]
-            i += m
+        m = tree_dof_count[dof_tree[i]]
+        precondition_tree(i, m, dof_dense_offset, P, pdiag, r, z)
+        i += m
 
 
 @wp.func
@@ -165,7 +181,6 @@ def world_pcg(
     dof_depth: wp.array(dtype=wp.int32),
     dof_row_start: wp.array(dtype=wp.int32),
     dof_dense_offset: wp.array(dtype=wp.int32),
-    dof_local: wp.array(dtype=wp.int32),
     dof_tree: wp.array(dtype=wp.int32),
     tree_dof_count: wp.array(dtype=wp.int32),
     # inputs
@@ -222,7 +237,7 @@ def world_pcg(
         dv_out[i] = 0.0
         r[i] = -grad[i]
         b2 += r[i] * r[i]
-    apply_preconditioner(s, n, dof_dense_offset, dof_local, dof_tree, tree_dof_count, P, pdiag, r, z)
+    apply_preconditioner(s, n, dof_dense_offset, dof_tree, tree_dof_count, P, pdiag, r, z)
     rz = float(0.0)
     for i in range(s, s + n):
         p[i] = z[i]
@@ -245,7 +260,7 @@ def world_pcg(
             r2 += r[i] * r[i]
         if r2 <= eta * eta * b2:
             break
-        apply_preconditioner(s, n, dof_dense_offset, dof_local, dof_tree, tree_dof_count, P, pdiag, r, z)
+        apply_preconditioner(s, n, dof_dense_offset, dof_tree, tree_dof_count, P, pdiag, r, z)
         rz_new = float(0.0)
         for i in range(s, s + n):
             rz_new += r[i] * z[i]

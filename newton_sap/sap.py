@@ -17,7 +17,8 @@ Each Newton iteration (all worlds at once; a converged world stops):
    ``D = diag(A)^-½``, or the cost criterion of the last line search.
 3. ``hessian_assembly`` (worlds still iterating): ``H = A + Jᵀ G J``; ``Δv = −H⁻¹ ∇ℓ`` by a dense tile
    Cholesky per world size, by the tree-block sparse Cholesky in larger worlds (``block_cholesky.py``,
-   up to ``block_cholesky_max_dofs``), or by block-preconditioned CG above (``pcg.py``). On the CPU, a
+   up to ``block_cholesky_max_dofs``), or by block-preconditioned CG above (``pcg.py``, or ``pcg_parallel.py``
+   with ``pcg_threads="dof"``, the default on GPUs). On the CPU, a
    world whose constraints each act along one chain of one tree (a robot on static ground: no
    self-collision, no contact between trees; ``flag_coupling_constraints``) has an H with A's sparsity
    and is solved by the tree LDLᵀ of ``factorization.py`` instead of the dense or block Cholesky.
@@ -53,6 +54,7 @@ from .joint_constraints import SLOTS_PER_DOF, joint_constraint_rows
 from .line_search import NO_DESCENT, NO_DESCENT_RELATIVE_RESIDUAL, line_dots, line_rows, line_search
 from .loop_constraints import loop_rows
 from .pcg import CG_LOOSEST_TOLERANCE, CG_MODEL_LOOSEST_TOLERANCE, precond_diag_init, tree_factor_kernel, world_pcg
+from .pcg_parallel import ParallelConjugateGradients
 from .stiction_prediction import adopt_model_direction, model_direction_slope, predict_stiction
 from .topology import bucket_views
 
@@ -613,6 +615,8 @@ class SapSolver:
             for n, worlds in topology.world_buckets.items()
         }
         self.uses_pcg = bool(topology.world_uses_pcg.any()) if topology.world_count else False
+        parallel = self.uses_pcg and options.pcg_threads == "dof"
+        self.parallel_cg = ParallelConjugateGradients(topology, device_topology, device) if parallel else None
         # tree-block sparse Cholesky (block_cholesky.py): factor storage and per-world scratch
         self.uses_block_cholesky = topology.world_block_size > 0
         self.block_L = zeros(max(topology.world_block_size, 1))
@@ -1074,12 +1078,19 @@ class SapSolver:
                 inputs=[T.dense_buckets[n], T.tree_world, T.world_uses_pcg, active], outputs=[view],
                 block_dim=64 if dev.is_cpu else 128, device=dev,
             )  # fmt: skip
+        max_iterations = max(int(np.diff(topo.world_dof_start).max()), 1)
+        if self.parallel_cg is not None:
+            rows = (self.slots_per_thread, self.slot_threads, self.used_count, self.used_slots, self.c_world, G,
+                    self.c_nnz, self.c_dof, self.c_J)  # fmt: skip
+            self.parallel_cg.solve(max_iterations, loosest_tolerance, active, self.world_norms, rows, A_rows, self.P,
+                                   self.pdiag, grad, dv, self.world_cg_iterations, forcing)  # fmt: skip
+            return
         wp.launch(
             world_pcg,
             dim=topo.world_count,
             inputs=[
                 T.world_dof_start, T.world_uses_pcg, T.dof_parent, T.dof_depth, T.dof_row_start, T.dof_dense_offset,
-                T.dof_local, T.dof_tree, T.tree_dof_count, max(int(np.diff(topo.world_dof_start).max()), 1),
+                T.dof_tree, T.tree_dof_count, max_iterations,
                 loosest_tolerance, active, self.world_norms, self.world_constraint_start, self.world_constraint_count,
                 self.world_constraints, G, self.c_nnz, self.c_dof, self.c_J, A_rows, self.P, self.pdiag, grad,
             ],

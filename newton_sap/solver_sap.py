@@ -89,7 +89,7 @@ class SolverSAP(newton.solvers.SolverBase):
 
     def __init__(self, model: newton.Model, **options):
         super().__init__(model)
-        self.options = SapOptions(**options)
+        self.options = SapOptions(**options).for_device(model.device)
         self._build()
 
     # ------------------------------------------------------------------ set-up

@@ -37,7 +37,7 @@ def test_bad_material_stiffness_names_the_shape_when_materials_are_used(ke):
     "bad",
     [{"contact_stiffness": 0.0}, {"contact_stiffness": np.inf}, {"contact_dissipation_time": np.nan},
      {"friction_regularization": np.inf}, {"rel_tolerance": np.nan}, {"line_search": "golden"},
-     {"max_iterations": 0}],
+     {"max_iterations": 0}, {"pcg_threads": "block"}],
 )  # fmt: skip
 def test_bad_options_are_refused(bad):
     with pytest.raises(ValueError):

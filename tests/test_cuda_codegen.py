@@ -15,13 +15,14 @@ from newton_sap import (
     line_search,
     loop_constraints,
     pcg,
+    pcg_parallel,
     sap,
     solver_sap,
     stiction_prediction,
 )
 
 MODULES = [kinematics, dynamics, factorization, integration, sap, line_search, stiction_prediction, block_cholesky,
-           pcg, solver_sap, contact_constraints, joint_constraints, loop_constraints]  # fmt: skip
+           pcg, pcg_parallel, solver_sap, contact_constraints, joint_constraints, loop_constraints]  # fmt: skip
 
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)

@@ -49,6 +49,11 @@ CASES = {
         SLIDING_SPINNING * 3,
         {"dense_world_max_dofs": 0, "block_cholesky_max_dofs": 0},
     ),
+    "landing sphere pile, dof-parallel PCG (a device loop inside the Newton loop)": (
+        lambda: sphere_bin(10),
+        None,
+        {"dense_world_max_dofs": 0, "block_cholesky_max_dofs": 0, "pcg_threads": "dof"},
+    ),
     "box stack, momentum mode": (lambda: box_on_ground(boxes=3), SLIDING_SPINNING * 3, {"momentum_mode": True}),
     "two quadrupeds under PD": (lambda: quadruped_pd(2), None, {}),
     "landing sphere pile, stiction predictions": (lambda: sphere_bin(10), None, {}),

@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 
+import newton_sap
+
 from contact_scenes import Run, box_on_ground
 
 
@@ -31,3 +33,42 @@ def test_pcg_matches_dense_newton_systems(dense_max_dofs, tolerance):
     assert np.all(pcg.converged)
     assert np.all(np.concatenate(pcg.cg_iterations) > 0)
     assert worst < tolerance  # relative to the largest joint velocity
+
+
+def test_dof_parallel_cg_gives_the_per_world_cg_steps():
+    """The dof-parallel CG layout (``pcg_threads="dof"``, the GPU default) runs the per-world CG's iterations:
+    four different worlds in one model (a resting stack, a sliding box, 12 spheres landing in a bin, a box in
+    free fall) stepped from the same states by both layouts give the same velocities, CG and Newton
+    iteration counts up to float round-off (the parallel sums add in another order)."""
+    from contact_scenes import one_model, worlds_of_different_kinds
+
+    worlds = worlds_of_different_kinds()
+    runs = []
+    for layout in ("world", "dof"):
+        model, qd0 = one_model(worlds)
+        runs.append(Run(model, qd0=qd0, dense_world_max_dofs=0, block_cholesky_max_dofs=0, pcg_threads=layout))
+    per_world, parallel = runs
+    assert parallel.solver._sap.parallel_cg is not None and per_world.solver._sap.parallel_cg is None
+    worst, cg_world, cg_dof = 0.0, 0, 0
+    for _ in range(40):
+        for name in ("joint_q", "joint_qd", "body_q", "body_qd"):
+            getattr(parallel.s0, name).assign(getattr(per_world.s0, name))
+        per_world.step(0.01)
+        parallel.step(0.01)
+        scale = max(np.abs(per_world.qd).max(), 1e-3)
+        worst = max(worst, np.abs(per_world.qd - parallel.qd).max() / scale)
+        cg_world += int(per_world.cg_iterations[-1].sum())
+        cg_dof += int(parallel.cg_iterations[-1].sum())
+    assert np.all(np.concatenate(parallel.converged))
+    assert cg_dof > 100
+    assert abs(cg_dof - cg_world) <= 0.05 * cg_world
+    assert worst < 1e-4
+
+
+def test_device_defaults_of_the_large_world_solvers():
+    """On the CPU, worlds up to 512 dofs use the block Cholesky and CG runs one thread per world; explicit
+    values are kept."""
+    solver = newton_sap.SolverSAP(box_on_ground())
+    assert (solver.options.block_cholesky_max_dofs, solver.options.pcg_threads) == (512, "world")
+    solver = newton_sap.SolverSAP(box_on_ground(), block_cholesky_max_dofs=100, pcg_threads="dof")
+    assert (solver.options.block_cholesky_max_dofs, solver.options.pcg_threads) == (100, "dof")
