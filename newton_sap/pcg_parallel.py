@@ -103,10 +103,10 @@ def cg_precondition_trees(
     ``r_tᵀ z_t`` added to the world's sum in column ``sum_column`` (``rᵀz``, or the new ``rᵀz``)."""
     t = wp.tid()
     w = tree_world[t]
-    if cg_active[w] == 0:
+    m = tree_dof_count[t]
+    if cg_active[w] == 0 or m == 0:  # a tree welded to the world has no dofs (and its start may be the end)
         return
     s = tree_dof_start[t]
-    m = tree_dof_count[t]
     precondition_tree(s, m, dof_dense_offset, P, pdiag, r, z)
     rz = float(0.0)
     for a in range(m):

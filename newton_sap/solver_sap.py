@@ -47,8 +47,8 @@ class SolverStats:
         num_constraints: All constraints of the world in the SAP problem (contacts, drives, limits,
             joint friction, mimic couplings, loop closures).
         cg_iterations: Conjugate-gradient iterations summed over the step's Newton iterations, in
-            worlds solved by PCG (more than ``block_cholesky_max_dofs`` dofs); 0 in the worlds with exact
-            Newton directions.
+            worlds solved by PCG (by default above 512 dofs on the CPU, above ``dense_world_max_dofs`` = 64
+            on GPUs); 0 in the worlds with exact Newton directions.
         contact_buffer_full: The step's ``Contacts`` buffer was full (``rigid_contact_count ≥
             rigid_contact_max``), so contacts may be missing from the SAP problem; the step also issues a
             ``RuntimeWarning`` (not inside a graph capture).
