@@ -51,12 +51,14 @@ Usage::
 
     python benchmarks/bench_contact.py [--scenes ant humanoid boxes spheres] [--worlds 1 64 1024]
         [--solvers SAP Featherstone MuJoCo] [--dt 0.01] [--steps 200] [--warmup 0.5] [--fallback-dt 0.002]
-        [--sweep-dts 0.002 0.005 0.01 0.02 0.04] [--no-sweep] [--graph] [--device cpu] [--out FILE]
+        [--sweep-dts 0.002 0.005 0.01 0.02 0.04] [--no-sweep] [--graph] [--device cpu]
+        [--sap KEY=VALUE ...] [--out FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import datetime
 import math
 import os
@@ -191,10 +193,13 @@ def build_model(scene: str, worlds: int, device) -> newton.Model:
 # Solvers
 
 
-def make_solver(name: str, model: newton.Model, scene: str) -> tuple[newton.solvers.SolverBase, bool]:
-    """Solver ``name`` on ``model`` with the benchmark's options, and whether it needs Newton's contacts."""
+def make_solver(
+    name: str, model: newton.Model, scene: str, sap_options: dict | None = None
+) -> tuple[newton.solvers.SolverBase, bool]:
+    """Solver ``name`` on ``model`` with the benchmark's options (``sap_options``: keyword options of
+    ``SolverSAP``), and whether it needs Newton's contacts."""
     if name == "SAP":
-        return newton_sap.SolverSAP(model), True
+        return newton_sap.SolverSAP(model, **(sap_options or {})), True
     if name == "Featherstone":
         return newton.solvers.SolverFeatherstone(model), True
     if name == "MuJoCo":
@@ -208,14 +213,25 @@ def make_solver(name: str, model: newton.Model, scene: str) -> tuple[newton.solv
 SOLVERS = ("SAP", "Featherstone", "MuJoCo")
 
 
+def sap_options(args) -> dict:
+    """``--sap KEY=VALUE`` pairs as ``SolverSAP`` keyword options (values parsed as Python literals)."""
+    options = {}
+    for item in args.sap:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"--sap expects KEY=VALUE, got {item!r}")
+        options[key] = ast.literal_eval(value)
+    return options
+
+
 class Stepper:
     """A solver with its own states, control and (when it needs them) collision pipeline and contacts;
     with ``graph``, each step replays a captured graph (one per state parity and dt)."""
 
-    def __init__(self, name: str, model: newton.Model, scene: str, graph: bool = False):
+    def __init__(self, name: str, model: newton.Model, scene: str, graph: bool = False, sap_options=None):
         self.name, self.model = name, model
         self.graphs = StepGraphs(model.device, graph)  # keyed by state parity and dt
-        self.solver, needs_contacts = make_solver(name, model, scene)
+        self.solver, needs_contacts = make_solver(name, model, scene, sap_options)
         self.pipeline = newton.CollisionPipeline(model) if needs_contacts else None
         self.contacts = self.pipeline.contacts() if needs_contacts else None
         self.states = [model.state(), model.state()]
@@ -346,7 +362,7 @@ def run_job(scene: str, worlds: int, name: str, model: newton.Model, probe, args
     steps = max(5, round(args.steps * SCENES[scene].steps_factor / math.sqrt(worlds)))
     rows = [Row(scene, worlds, dofs, name, args.dt, steps=steps)]
     try:
-        stepper = Stepper(name, model, scene, graph=args.graph)
+        stepper = Stepper(name, model, scene, graph=args.graph, sap_options=sap_options(args))
         timed_run(stepper, rows[0], round(args.warmup / args.dt), scene, probe)
         if rows[0].sanity.exploded:
             rows.append(Row(scene, worlds, dofs, name, args.fallback_dt, steps=steps))
@@ -408,7 +424,7 @@ def stable_dt_sweep(args) -> dict[str, dict[float, str]]:
     for name in args.solvers:
         result[name] = {}
         try:
-            stepper = Stepper(name, model, "ant")
+            stepper = Stepper(name, model, "ant", sap_options=sap_options(args))
         except Exception as exc:  # noqa: BLE001 - reported in the table
             result[name] = {dt: error_text(exc) for dt in args.sweep_dts}
             continue
@@ -457,6 +473,7 @@ def markdown(rows: list[Row], sweep: dict[str, dict[float, str]] | None, args, e
         f"- dt = {args.dt} s (rows marked otherwise: rerun at --fallback-dt after an explosion), warm-up "
         f"{args.warmup} s of simulated time, gravity {GRAVITY} m/s^2, total run time {elapsed:.0f} s",
         f"- steps: {'replayed Warp graphs (--graph)' if args.graph else 'launched kernel by kernel'}",
+        f"- SolverSAP options: {sap_options(args) or 'defaults'}",
         "",
     ]
     cols = [
@@ -511,9 +528,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-sweep", action="store_true", help="skip the stable-dt sweep on the ant")
     parser.add_argument("--graph", action="store_true", help="time steps replayed from captured Warp graphs")
     parser.add_argument("--device", default="cpu", help="Warp device (default cpu)")
+    parser.add_argument(
+        "--sap", nargs="*", default=[], metavar="KEY=VALUE",
+        help="SolverSAP options, values as Python literals (e.g. pcg_threads='world' block_cholesky_max_dofs=512)",
+    )  # fmt: skip
     parser.add_argument("--out", default=None, help="also write the Markdown report to this file")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    sap_options(args)  # a malformed --sap stops here, before any work
 
     wp.init()
     if args.worker:
