@@ -54,7 +54,8 @@ class SapOptions:
         pcg_threads: How conjugate gradients run in the PCG worlds: ``"world"``, one thread per world runs
             the whole loop in one launch (``pcg.py``; every launch costs on the CPU); ``"dof"``, each CG
             iteration is a few launches over all dofs, trees and rows, looped on the device
-            (``pcg_parallel.py``; GPUs). None (default): ``"world"`` on the CPU, ``"dof"`` on CUDA devices.
+            (``pcg_parallel.py``; GPUs; its per-world sums are float atomics, so on a GPU repeated runs can
+            differ in the last bits). None (default): ``"world"`` on the CPU, ``"dof"`` on CUDA devices.
         raise_on_nonconvergence: Raise ``RuntimeError`` after a step in which a world did not
             converge, instead of flagging it in ``stats``.
         stiction_prediction: Model sliding contacts that a Newton step takes through stiction by

@@ -4,10 +4,12 @@
 ``world_pcg`` gives each world one thread that runs the whole CG loop: one launch per Newton iteration,
 right on the CPU, where every launch costs, but a GPU then runs a few thousand serial threads (a
 1024-world 50-sphere pile took 365 ms per step on an H200 through the per-world block Cholesky, which has
-the same layout). Here every CG iteration is six launches over all dofs, trees and constraint slots of
-the worlds still iterating, looped on the device by ``wp.capture_while`` (a conditional node of the step's
-graph). Per-world sums (``rᵀr``, ``rᵀz``, ``pᵀHp``) are atomic adds. The iterates, the forcing term η and
-the stopping rule are those of ``world_pcg``: same directions up to the order of float sums.
+the same layout). Here every CG iteration is six launches over all dofs, trees and constraint slots (the
+threads of worlds that have stopped return at once), looped on the device by ``wp.capture_while`` (a
+conditional node of the step's graph) until the slowest world stops. Per-world sums (``rᵀr``, ``rᵀz``,
+``pᵀHp``) are atomic adds, so on a GPU the order of their float additions, hence the last bits of a step,
+can change from run to run. The iterates, the forcing term η and the stopping rule are those of
+``world_pcg``: same directions up to float rounding.
 
 ``pᵀHp`` is accumulated with the product itself, ``pᵀAp + Σ_c (J_c p)ᵀ G_c (J_c p)``, so no launch reads
 the finished ``Hp`` only to reduce it.
