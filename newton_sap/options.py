@@ -86,11 +86,18 @@ class SapOptions:
     def __post_init__(self):
         if self.line_search not in ("exact", "backtracking"):
             raise ValueError(f"line_search must be 'exact' or 'backtracking', got {self.line_search!r}")
+        for name in ("momentum_mode", "raise_on_nonconvergence", "stiction_prediction"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         for name in ("rel_tolerance", "abs_tolerance", "contact_stiffness", "contact_dissipation_time",
                      "near_rigid_threshold", "friction_regularization", "joint_limit_stiffness",
                      "joint_limit_dissipation_time"):  # fmt: skip
             value = getattr(self, name)
-            if value is not None and not math.isfinite(value):
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                raise ValueError(f"{name} must be a real number, got {value!r}")
+            if not math.isfinite(value):
                 raise ValueError(f"{name} must be finite, got {value}")
         if not self.rel_tolerance >= 0.0 or not self.abs_tolerance >= 0.0:
             raise ValueError("rel_tolerance and abs_tolerance must be >= 0")
