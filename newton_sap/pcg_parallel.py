@@ -311,10 +311,11 @@ class ParallelConjugateGradients:
         topology: Host topology (counts).
         device_topology: Its device arrays (``dof_world``, ``tree_world``, ...).
         device: Warp device.
+        r, z, p, Hp: Per-dof CG vectors [dof] (the solver's, shared with the per-world layout).
     """
 
-    def __init__(self, topology, device_topology, device):
-        nw, ndof = max(topology.world_count, 1), max(topology.dof_count, 1)
+    def __init__(self, topology, device_topology, device, r, z, p, Hp):
+        nw = max(topology.world_count, 1)
         self.T, self.device = device_topology, device
         self.world_count, self.dof_count, self.tree_count = (
             topology.world_count,
@@ -326,7 +327,7 @@ class ParallelConjugateGradients:
         self.sums = wp.zeros((nw, 5), dtype=float, device=device)
         self.beta = wp.zeros(nw, dtype=float, device=device)
         self.any_iterating = wp.zeros(1, dtype=wp.int32, device=device)
-        self.r, self.z, self.p, self.Hp = (wp.zeros(ndof, dtype=float, device=device) for _ in range(4))
+        self.r, self.z, self.p, self.Hp = r, z, p, Hp
 
     def solve(
         self,

@@ -616,7 +616,11 @@ class SapSolver:
         }
         self.uses_pcg = bool(topology.world_uses_pcg.any()) if topology.world_count else False
         parallel = self.uses_pcg and options.pcg_threads == "dof"
-        self.parallel_cg = ParallelConjugateGradients(topology, device_topology, device) if parallel else None
+        self.parallel_cg = (
+            ParallelConjugateGradients(topology, device_topology, device, self.cg_r, self.cg_z, self.cg_p, self.cg_Hp)
+            if parallel
+            else None
+        )
         # tree-block sparse Cholesky (block_cholesky.py): factor storage and per-world scratch
         self.uses_block_cholesky = topology.world_block_size > 0
         self.block_L = zeros(max(topology.world_block_size, 1))
