@@ -229,6 +229,20 @@ def _assemble(
 
 
 @wp.func
+def _schur_tile_row(
+    L: wp.array(dtype=float), row: int, a: int, b0: int, b1: int, b2: int, lower: bool, s0: float, s1: float, s2: float
+):
+    """``L[row + b] −= s`` for the distinct columns b0 < b1 < b2 of one row of a Schur tile (clamped duplicates
+    skipped); ``lower``: a diagonal block, whose columns past the row ``a`` are not stored."""
+    if not lower or b0 <= a:
+        L[row + b0] = L[row + b0] - s0
+    if b1 > b0 and (not lower or b1 <= a):
+        L[row + b1] = L[row + b1] - s1
+    if b2 > b1 and (not lower or b2 <= a):
+        L[row + b2] = L[row + b2] - s2
+
+
+@wp.func
 def _factor(
     t0: int,
     T: int,
@@ -272,12 +286,19 @@ def _factor(
         for m in range(count):  # L_ik = H_ik L_kk⁻ᵀ, row by row
             i = later[row_k + m]
             B = off + block_index[pairs + i * T + k]
-            for a in range(tree_dof_count[t0 + i]):
+            ni = tree_dof_count[t0 + i]
+            for a in range(0, ni, 2):  # two rows at a time: independent sums share the loads of L_kk
+                a1 = wp.min(a + 1, ni - 1)
                 for j in range(nk):
-                    acc = L[B + a * nk + j]
+                    s0 = L[B + a * nk + j]
+                    s1 = L[B + a1 * nk + j]
                     for p in range(j):
-                        acc -= L[B + a * nk + p] * L[D + j * nk + p]
-                    L[B + a * nk + j] = acc * inv_diag[xk + j]
+                        d = L[D + j * nk + p]
+                        s0 -= L[B + a * nk + p] * d
+                        s1 -= L[B + a1 * nk + p] * d
+                    L[B + a * nk + j] = s0 * inv_diag[xk + j]
+                    if a1 > a:
+                        L[B + a1 * nk + j] = s1 * inv_diag[xk + j]
         for m in range(count):  # Schur complement on the stored part of each neighbour pair
             i = later[row_k + m]
             Bi = off + block_index[pairs + i * T + k]
@@ -289,34 +310,45 @@ def _factor(
                 target = off + block_index[pairs + i * T + j]  # rows of i, columns of j
                 nj = tree_dof_count[t0 + j]
                 na = tree_dof_count[t0 + i]
-                for a in range(0, na, 2):  # 2×2 tiles: four independent sums share their loads
+                for a in range(0, na, 3):  # 3×3 tiles: nine independent sums share six loads per p
                     a1 = wp.min(a + 1, na - 1)
+                    a2 = wp.min(a + 2, na - 1)
                     nb = nj
                     if i == j:
-                        nb = a1 + 1  # the diagonal block: lower triangle only
-                    for b in range(0, nb, 2):
+                        nb = a2 + 1  # the diagonal block: lower triangle only
+                    for b in range(0, nb, 3):
                         b1 = wp.min(b + 1, nb - 1)
+                        b2 = wp.min(b + 2, nb - 1)
                         s00 = float(0.0)
                         s01 = float(0.0)
+                        s02 = float(0.0)
                         s10 = float(0.0)
                         s11 = float(0.0)
+                        s12 = float(0.0)
+                        s20 = float(0.0)
+                        s21 = float(0.0)
+                        s22 = float(0.0)
                         for p in range(nk):
                             x0 = L[Bi + a * nk + p]
                             x1 = L[Bi + a1 * nk + p]
+                            x2 = L[Bi + a2 * nk + p]
                             y0 = L[Bj + b * nk + p]
                             y1 = L[Bj + b1 * nk + p]
+                            y2 = L[Bj + b2 * nk + p]
                             s00 += x0 * y0
                             s01 += x0 * y1
+                            s02 += x0 * y2
                             s10 += x1 * y0
                             s11 += x1 * y1
-                        if i != j or b <= a:
-                            L[target + a * nj + b] = L[target + a * nj + b] - s00
-                        if b1 > b and (i != j or b1 <= a):
-                            L[target + a * nj + b1] = L[target + a * nj + b1] - s01
+                            s12 += x1 * y2
+                            s20 += x2 * y0
+                            s21 += x2 * y1
+                            s22 += x2 * y2
+                        _schur_tile_row(L, target + a * nj, a, b, b1, b2, i == j, s00, s01, s02)
                         if a1 > a:
-                            L[target + a1 * nj + b] = L[target + a1 * nj + b] - s10
-                            if b1 > b:
-                                L[target + a1 * nj + b1] = L[target + a1 * nj + b1] - s11
+                            _schur_tile_row(L, target + a1 * nj, a1, b, b1, b2, i == j, s10, s11, s12)
+                        if a2 > a1:
+                            _schur_tile_row(L, target + a2 * nj, a2, b, b1, b2, i == j, s20, s21, s22)
 
 
 @wp.func
@@ -351,25 +383,40 @@ def _solve(
             i = later[pairs + k * T + m]
             xi = tree_dof_start[t0 + i]
             B = off + block_index[pairs + i * T + k]
-            for a in range(tree_dof_count[t0 + i]):
-                acc = float(0.0)
+            ni = tree_dof_count[t0 + i]
+            for a in range(0, ni, 2):  # two rows at a time: independent sums share the loads of x_k
+                a1 = wp.min(a + 1, ni - 1)
+                s0 = float(0.0)
+                s1 = float(0.0)
                 for p in range(nk):
-                    acc += L[B + a * nk + p] * x[xk + p]
-                x[xi + a] = x[xi + a] - acc
+                    xp = x[xk + p]
+                    s0 += L[B + a * nk + p] * xp
+                    s1 += L[B + a1 * nk + p] * xp
+                x[xi + a] = x[xi + a] - s0
+                if a1 > a:
+                    x[xi + a1] = x[xi + a1] - s1
     for r2 in range(T):
         r = T - 1 - r2
         k = tree_order[t0 + r]
         xk = tree_dof_start[t0 + k]
         nk = tree_dof_count[t0 + k]
         D = off + block_index[pairs + k * T + k]
-        for m in range(later_count[t0 + k]):
-            i = later[pairs + k * T + m]
-            xi = tree_dof_start[t0 + i]
-            B = off + block_index[pairs + i * T + k]
-            for a in range(tree_dof_count[t0 + i]):
-                xa = x[xi + a]
-                for p in range(nk):
-                    x[xk + p] = x[xk + p] - L[B + a * nk + p] * xa
+        count = later_count[t0 + k]
+        for p in range(0, nk, 2):  # x_k −= Σ_i L_ikᵀ x_i, two entries of x_k at a time, stored once
+            p1 = wp.min(p + 1, nk - 1)
+            s0 = x[xk + p]
+            s1 = x[xk + p1]
+            for m in range(count):
+                i = later[pairs + k * T + m]
+                xi = tree_dof_start[t0 + i]
+                B = off + block_index[pairs + i * T + k]
+                for a in range(tree_dof_count[t0 + i]):
+                    xa = x[xi + a]
+                    s0 -= L[B + a * nk + p] * xa
+                    s1 -= L[B + a * nk + p1] * xa
+            x[xk + p] = s0
+            if p1 > p:
+                x[xk + p1] = s1
         for j2 in range(nk):
             j = nk - 1 - j2
             acc = x[xk + j]
