@@ -77,7 +77,7 @@ def test_block_cholesky_matches_dense_newton_systems(scene):
     the same Newton iterations (both directions are exact)."""
     build, qd0 = SCENES[scene]
     dense = Run(build(), qd0=qd0)
-    block = Run(build(), qd0=qd0, dense_world_max_dofs=0)
+    block = Run(build(), qd0=qd0, dense_world_max_dofs=0, block_cholesky_max_dofs=512)  # explicit: GPUs default to CG
     block.solver._sap.world_tree_local_default.zero_()
     topo = block.solver.topology
     assert np.all(topo.world_block_offset >= 0) and not topo.world_uses_pcg.any()
