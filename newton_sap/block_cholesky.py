@@ -287,18 +287,24 @@ def _factor(
             i = later[row_k + m]
             B = off + block_index[pairs + i * T + k]
             ni = tree_dof_count[t0 + i]
-            for a in range(0, ni, 2):  # two rows at a time: independent sums share the loads of L_kk
+            for a in range(0, ni, 3):  # three rows at a time: independent sums share the loads of L_kk
                 a1 = wp.min(a + 1, ni - 1)
+                a2 = wp.min(a + 2, ni - 1)
                 for j in range(nk):
                     s0 = L[B + a * nk + j]
                     s1 = L[B + a1 * nk + j]
+                    s2 = L[B + a2 * nk + j]
                     for p in range(j):
                         d = L[D + j * nk + p]
                         s0 -= L[B + a * nk + p] * d
                         s1 -= L[B + a1 * nk + p] * d
-                    L[B + a * nk + j] = s0 * inv_diag[xk + j]
+                        s2 -= L[B + a2 * nk + p] * d
+                    inv = inv_diag[xk + j]
+                    L[B + a * nk + j] = s0 * inv
                     if a1 > a:
-                        L[B + a1 * nk + j] = s1 * inv_diag[xk + j]
+                        L[B + a1 * nk + j] = s1 * inv
+                    if a2 > a1:
+                        L[B + a2 * nk + j] = s2 * inv
         for m in range(count):  # Schur complement on the stored part of each neighbour pair
             i = later[row_k + m]
             Bi = off + block_index[pairs + i * T + k]
@@ -384,17 +390,22 @@ def _solve(
             xi = tree_dof_start[t0 + i]
             B = off + block_index[pairs + i * T + k]
             ni = tree_dof_count[t0 + i]
-            for a in range(0, ni, 2):  # two rows at a time: independent sums share the loads of x_k
+            for a in range(0, ni, 3):  # three rows at a time: independent sums share the loads of x_k
                 a1 = wp.min(a + 1, ni - 1)
+                a2 = wp.min(a + 2, ni - 1)
                 s0 = float(0.0)
                 s1 = float(0.0)
+                s2 = float(0.0)
                 for p in range(nk):
                     xp = x[xk + p]
                     s0 += L[B + a * nk + p] * xp
                     s1 += L[B + a1 * nk + p] * xp
+                    s2 += L[B + a2 * nk + p] * xp
                 x[xi + a] = x[xi + a] - s0
                 if a1 > a:
                     x[xi + a1] = x[xi + a1] - s1
+                if a2 > a1:
+                    x[xi + a2] = x[xi + a2] - s2
     for r2 in range(T):
         r = T - 1 - r2
         k = tree_order[t0 + r]
@@ -402,10 +413,12 @@ def _solve(
         nk = tree_dof_count[t0 + k]
         D = off + block_index[pairs + k * T + k]
         count = later_count[t0 + k]
-        for p in range(0, nk, 2):  # x_k −= Σ_i L_ikᵀ x_i, two entries of x_k at a time, stored once
+        for p in range(0, nk, 3):  # x_k −= Σ_i L_ikᵀ x_i, three entries of x_k at a time, stored once
             p1 = wp.min(p + 1, nk - 1)
+            p2 = wp.min(p + 2, nk - 1)
             s0 = x[xk + p]
             s1 = x[xk + p1]
+            s2 = x[xk + p2]
             for m in range(count):
                 i = later[pairs + k * T + m]
                 xi = tree_dof_start[t0 + i]
@@ -414,9 +427,12 @@ def _solve(
                     xa = x[xi + a]
                     s0 -= L[B + a * nk + p] * xa
                     s1 -= L[B + a * nk + p1] * xa
+                    s2 -= L[B + a * nk + p2] * xa
             x[xk + p] = s0
             if p1 > p:
                 x[xk + p1] = s1
+            if p2 > p1:
+                x[xk + p2] = s2
         for j2 in range(nk):
             j = nk - 1 - j2
             acc = x[xk + j]

@@ -164,4 +164,4 @@ def test_block_cholesky_solves_random_tree_systems():
                  scratch(1), scratch(n * n, float), scratch(n, float), dv],
     )  # fmt: skip
     expected = -np.linalg.solve(H, grad)
-    np.testing.assert_allclose(dv.numpy(), expected, rtol=2e-3, atol=2e-3 * np.abs(expected).max())
+    np.testing.assert_allclose(dv.numpy(), expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
