@@ -121,7 +121,11 @@ class SapOptions:
 
     def for_device(self, device) -> SapOptions:
         """These options with the device-dependent defaults (None) resolved for Warp ``device``."""
-        cuda = wp.get_device(device).is_cuda
+        return self.with_defaults(cuda=wp.get_device(device).is_cuda)
+
+    def with_defaults(self, *, cuda: bool) -> SapOptions:
+        """These options with the device-dependent defaults (None) resolved for a CUDA device (``cuda``) or
+        the CPU."""
         cholesky = self.block_cholesky_max_dofs
         return dataclasses.replace(
             self,

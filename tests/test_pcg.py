@@ -65,12 +65,11 @@ def test_dof_parallel_cg_gives_the_per_world_cg_steps():
     assert worst < 1e-4
 
 
-def test_device_defaults_of_the_large_world_solvers():
+def test_device_defaults_of_the_large_world_solvers(gpu_paths):
     """On the CPU, worlds up to 512 dofs use the block Cholesky and CG runs one thread per world; on GPUs every
     world above the dense size takes CG, parallel over dofs; explicit values are kept."""
-    model = box_on_ground()
-    solver = newton_sap.SolverSAP(model)
-    expected = (512, "world") if model.device.is_cpu else (0, "dof")
+    solver = newton_sap.SolverSAP(box_on_ground())
+    expected = (0, "dof") if gpu_paths else (512, "world")
     assert (solver.options.block_cholesky_max_dofs, solver.options.pcg_threads) == expected
     solver = newton_sap.SolverSAP(box_on_ground(), block_cholesky_max_dofs=100, pcg_threads="dof")
     assert (solver.options.block_cholesky_max_dofs, solver.options.pcg_threads) == (100, "dof")
