@@ -146,13 +146,16 @@ def line_dots(
     Adv: wp.array(dtype=float),
     # outputs
     world_line_out: wp.array(dtype=wp.vec3),
+    jtg_out: wp.array(dtype=float),
 ):
     """Per world along ``v + α Δv``: ``s0 = Δvᵀ ∇ℓ_A(v)``, ``s1 = Δvᵀ A Δv`` and ``ℓ_A(v)`` with
-    ``e = v − v_ref``: ``ℓ_A = ½ eᵀ A e − m Δt τᵀ e``."""
+    ``e = v − v_ref``: ``ℓ_A = ½ eᵀ A e − m Δt τᵀ e``. Zeroes ``Jᵀγ`` (read by this iteration's gradient,
+    accumulated again by the next ``constraint_eval``)."""
     i = wp.tid()
     w = dof_world[i]
     if world_active[w] == 0:
         return
+    jtg_out[i] = 0.0
     e = v[i] - v_ref[i]
     s0 = dv[i] * Ae[i]
     lA = 0.5 * e * Ae[i]
@@ -185,10 +188,12 @@ def line_search(
     c_param: wp.array(dtype=float),
     dv: wp.array(dtype=float),
     Adv: wp.array(dtype=float),
-    # outputs (v, Ae and world_cost are read and updated)
+    # outputs (v and Ae are read and updated; world_cost is read, world_cost and world_norms are zeroed for the
+    # next check's sums)
     v: wp.array(dtype=float),
     Ae: wp.array(dtype=float),
     world_cost: wp.array(dtype=float),
+    world_norms_out: wp.array(dtype=wp.vec3),
     world_cost_stalled_out: wp.array(dtype=wp.int32),
     world_alpha_out: wp.array(dtype=float),
     world_plain_newton_out: wp.array(dtype=wp.int32),
@@ -282,5 +287,6 @@ def line_search(
         elif alpha > 0.5 and change < COST_ABS_TOLERANCE + COST_REL_TOLERANCE * scale:
             stalled = int(1)
     world_cost_stalled_out[w] = stalled
-    world_cost[w] = cost1
+    world_cost[w] = 0.0
+    world_norms_out[w] = wp.vec3(0.0)
     world_alpha_out[w] = alpha

@@ -484,16 +484,28 @@ def check_convergence(
     world_residual: wp.array(dtype=float),
     world_converged: wp.array(dtype=wp.int32),
     any_active_out: wp.array(dtype=wp.int32),
+    # outputs (zeroed here: the sums of the next Newton step)
+    world_predicted_out: wp.array(dtype=wp.int32),
+    world_slope_out: wp.array(dtype=float),
+    world_line_out: wp.array(dtype=wp.vec3),
+    world_live_count_out: wp.array(dtype=wp.int32),
+    world_row_slopes_out: wp.array(dtype=wp.vec2),
 ):
     """Stop a world at optimality, when Newton's method stalled (the cost criterion, the float32 floors of
     ``line_search``), or after ``max_iterations`` (not converged). A world whose direction did not descend
     while its residual is above ``NO_DESCENT_RELATIVE_RESIDUAL`` of ``max(‖D A v‖, ‖D Jᵀγ‖)`` stops not
     converged. NaN residuals never pass, so a broken world ends not converged.
     ``iteration_count[0]`` is the number of Newton iterations done; ``any_active_out[0]`` (zeroed
-    before) becomes 1 if some world goes on."""
+    before) becomes 1 if some world goes on. The per-world sums of the next Newton step start at zero here
+    (a memset each would be one more node per iteration in a GPU graph)."""
     w = wp.tid()
     if world_active[w] == 0:
         return
+    world_predicted_out[w] = 0
+    world_slope_out[w] = 0.0
+    world_line_out[w] = wp.vec3(0.0)
+    world_live_count_out[w] = 0
+    world_row_slopes_out[w] = wp.vec2(0.0)
     iteration = iteration_count[0]
     norms = world_norms[w]
     residual = wp.sqrt(norms[0])
@@ -518,9 +530,16 @@ def check_convergence(
 
 
 @wp.kernel
-def count_iteration(iteration_count: wp.array(dtype=wp.int32)):
-    """One more Newton iteration done (a single thread)."""
+def count_iteration(
+    iteration_count: wp.array(dtype=wp.int32),
+    any_active_out: wp.array(dtype=wp.int32),
+    any_predicted_out: wp.array(dtype=wp.int32),
+):
+    """One more Newton iteration done (a single thread); the flags that the next check and the next stiction
+    prediction raise start at zero."""
     iteration_count[0] = iteration_count[0] + 1
+    any_active_out[0] = 0
+    any_predicted_out[0] = 0
 
 
 @functools.cache
@@ -851,9 +870,10 @@ class SapSolver:
 
     def _prepare_directions(self, A_rows) -> None:
         """What the Newton directions of this step need, once some world iterates (a resting scene stops at
-        the first check without it): A in the dense world blocks, and the worlds whose constraints each act
-        along one chain (the CPU's tree LDLᵀ of H)."""
+        the first check without it): A in the dense world blocks, the worlds whose constraints each act
+        along one chain (the CPU's tree LDLᵀ of H), and the stiction predictions' flag at zero."""
         T, dev = self.T, self.device
+        self.any_predicted.zero_()  # for the first stiction prediction; later ones: zeroed by count_iteration
         if self.tree_ldlt:
             wp.copy(self.world_tree_local, self.world_tree_local_default)
             wp.launch(
@@ -889,9 +909,10 @@ class SapSolver:
         o, T, topo, dev = self.options, self.T, self.topo, self.device
         momentum = int(o.momentum_mode)
         ndof = topo.dof_count
-        self.jtg.zero_()
-        self.world_norms.zero_()
-        self.world_cost.zero_()
+        if warm_start:  # later checks find them zeroed by line_dots (jtg) and line_search (norms, cost)
+            self.jtg.zero_()
+            self.world_norms.zero_()
+            self.world_cost.zero_()
         wp.launch(
             constraint_eval,
             dim=self.slot_threads,
@@ -911,14 +932,16 @@ class SapSolver:
             outputs=[self.Ae, self.grad, self.world_norms],
             device=dev,
         )  # fmt: skip
-        self.any_active.zero_()
+        if warm_start:  # later checks: zeroed by count_iteration
+            self.any_active.zero_()
         wp.launch(
             check_convergence,
             dim=topo.world_count,
             inputs=[self.iteration_count, o.max_iterations, o.abs_tolerance, o.rel_tolerance, self.world_norms,
                     self.world_cost_stalled],
             outputs=[self.world_active, self.world_iterations, self.world_residual, self.world_converged,
-                     self.any_active],
+                     self.any_active, self.world_predicted, self.world_slope, self.world_line, self.world_live_count,
+                     self.world_row_slopes],
             device=dev,
         )  # fmt: skip
 
@@ -930,20 +953,16 @@ class SapSolver:
         ndof = topo.dof_count
         self._solve_direction(A_rows, tree_blocks, self.world_active, self.c_G, self.grad, self.dv,
                               CG_LOOSEST_TOLERANCE, self.world_forcing)  # fmt: skip
-        self.world_predicted.zero_()
         if o.stiction_prediction:
             self._predict_stiction(A_rows, tree_blocks)
         self._matvec(A_rows, self.dv, self.Adv)
-        self.world_line.zero_()
         wp.launch(
             line_dots,
             dim=ndof,
             inputs=[T.dof_world, momentum, dt, self.world_active, self.v, v_ref, tau, self.Ae, self.dv, self.Adv],
-            outputs=[self.world_line],
+            outputs=[self.world_line, self.jtg],
             device=dev,
         )  # fmt: skip
-        self.world_live_count.zero_()
-        self.world_row_slopes.zero_()
         wp.launch(
             line_rows,
             dim=self.slot_threads,
@@ -960,18 +979,18 @@ class SapSolver:
                     self.world_slope, self.world_forcing, self.world_line, self.world_row_slopes,
                     self.world_constraint_start, self.world_live_count, self.live_rows, self.c_kind, self.c_vc,
                     self.c_dvc, self.c_vhat, self.c_R, self.c_param, self.dv, self.Adv],
-            outputs=[self.v, self.Ae, self.world_cost, self.world_cost_stalled, self.world_alpha,
+            outputs=[self.v, self.Ae, self.world_cost, self.world_norms, self.world_cost_stalled, self.world_alpha,
                      self.world_plain_newton],
             device=dev,
         )  # fmt: skip
-        wp.launch(count_iteration, dim=1, inputs=[self.iteration_count], device=dev)
+        wp.launch(count_iteration, dim=1, inputs=[self.iteration_count], outputs=[self.any_active, self.any_predicted],
+                  device=dev)  # fmt: skip
 
     def _predict_stiction(self, A_rows, tree_blocks) -> None:
         """Flag the rows that the direction ``Δv`` takes through stiction (``predict_stiction``) and, in their
         worlds, solve for the stiction model's direction."""
         dev = self.device
         wp.copy(self.grad_model, self.grad)
-        self.any_predicted.zero_()
         wp.launch(
             predict_stiction,
             dim=self.slot_threads,
@@ -990,7 +1009,6 @@ class SapSolver:
         self._solve_direction(A_rows, tree_blocks, self.world_predicted, self.c_G_model, self.grad_model,
                               self.dv_model, CG_MODEL_LOOSEST_TOLERANCE, self.world_model_forcing,
                               same_curved_rows=True)  # fmt: skip
-        self.world_slope.zero_()
         wp.launch(
             model_direction_slope,
             dim=self.topo.dof_count,
