@@ -497,7 +497,8 @@ def check_convergence(
     converged. NaN residuals never pass, so a broken world ends not converged.
     ``iteration_count[0]`` is the number of Newton iterations done; ``any_active_out[0]`` (zeroed
     before) becomes 1 if some world goes on. The per-world sums of the next Newton step start at zero here
-    (a memset each would be one more node per iteration in a GPU graph)."""
+    (a memset each would be one more node per iteration in a GPU graph); this relies on ``world_active``
+    changing only here and in ``init_worlds``, so that every world of a Newton step had its sums zeroed."""
     w = wp.tid()
     if world_active[w] == 0:
         return
