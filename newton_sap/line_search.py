@@ -125,8 +125,8 @@ def line_rows(
         c_dvc_out[c] = dvc
         g0 = c_gamma[c]
         g1, _G1, _l1 = constraint_impulse(c_kind[c], c_vc[c] + ALPHA_MAX * dvc, c_vhat[c], c_R[c], c_param[c])
-        wp.atomic_add(world_row_slopes_out, w, wp.vec2(-wp.dot(dvc, g0), -wp.dot(dvc, g1)))
-        if wp.dot(g0, g0) != 0.0 or wp.dot(g1, g1) != 0.0:
+        if wp.dot(g0, g0) != 0.0 or wp.dot(g1, g1) != 0.0:  # a dead row adds nothing to the slopes
+            wp.atomic_add(world_row_slopes_out, w, wp.vec2(-wp.dot(dvc, g0), -wp.dot(dvc, g1)))
             live_rows_out[world_constraint_start[w] + wp.atomic_add(world_live_count_out, w, 1)] = c
 
 
