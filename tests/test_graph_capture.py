@@ -2,7 +2,8 @@
 
 Warp's CPU graphs (recorded operation streams replayed in C++) run the same capture path as CUDA graphs,
 ``wp.capture_while``/``wp.capture_if`` included, so the capture is tested here on the CPU: a replayed graph
-must give exactly the states and statistics of the same steps launched one by one.
+must give exactly the states and statistics of the same steps launched one by one (on a GPU: to round-off,
+``same_run``).
 """
 
 import warnings
@@ -16,6 +17,7 @@ import newton_sap
 from newton_sap.examples.scenes import quadruped_pd
 
 from contact_scenes import Run, box_on_ground, initial_qd, one_model, sphere_bin, worlds_of_different_kinds
+from same_run import assert_same_iterations, assert_same_run, bitwise
 
 DT = 0.01
 SLIDING_SPINNING = [0.3, 0.0, 0.0, 0.0, 0.0, 0.5]  # public FREE joint_qd of each box: v [m/s], ω [rad/s]
@@ -67,7 +69,8 @@ CASES = {
 
 def captured_and_launched(build, qd0, options, warm_pairs=1):
     """The same steps launched and replayed from a graph captured after ``warm_pairs`` launched pairs of
-    steps, compared exactly (states and statistics) over 8 pairs; returns the replayed iterations [pair, world]."""
+    steps, compared exactly (states and statistics; on CUDA to round-off) over 8 pairs; returns the replayed
+    iterations [pair, world]."""
     launched = Stepper(build(), qd0, **options)
     captured = Stepper(build(), qd0, **options)
     for _ in range(warm_pairs):  # launched first: the first step sizes the solver's buffers (needed to capture)
@@ -80,9 +83,14 @@ def captured_and_launched(build, qd0, options, warm_pairs=1):
         launched.two_steps()
         wp.capture_launch(capture.graph)
         for name in ("joint_q", "joint_qd", "body_q", "body_qd"):
-            np.testing.assert_array_equal(getattr(captured.s0, name).numpy(), getattr(launched.s0, name).numpy())
-        for name in ("iterations", "residual", "converged", "num_contacts", "num_constraints", "cg_iterations"):
-            np.testing.assert_array_equal(getattr(captured.solver.stats, name), getattr(launched.solver.stats, name))
+            assert_same_run(getattr(captured.s0, name).numpy(), getattr(launched.s0, name).numpy(), name)
+        replayed, stepped = captured.solver.stats, launched.solver.stats
+        assert_same_iterations(replayed.iterations, stepped.iterations)
+        for name in ("converged", "num_contacts", "num_constraints"):
+            assert_same_run(getattr(replayed, name), getattr(stepped, name), name)
+        if bitwise():  # on CUDA the residual at the float32 floor and the CG steps to it are round-off
+            for name in ("residual", "cg_iterations"):
+                np.testing.assert_array_equal(getattr(replayed, name), getattr(stepped, name), err_msg=name)
         iterations.append(captured.solver.stats.iterations)
     assert np.all(captured.solver.stats.converged)
     return np.array(iterations)
