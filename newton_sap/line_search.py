@@ -105,6 +105,7 @@ def line_rows(
     dv: wp.array(dtype=float),
     # outputs (world_live_count and world_row_slopes zeroed before)
     c_dvc_out: wp.array(dtype=wp.vec3),
+    c_segment_dead_out: wp.array(dtype=wp.int32),
     live_rows_out: wp.array(dtype=wp.int32),
     world_live_count_out: wp.array(dtype=wp.int32),
     world_row_slopes_out: wp.array(dtype=wp.vec2),
@@ -114,7 +115,7 @@ def line_rows(
     listed among its world's live rows, ``live_rows[world start + k]``, unless its impulse is zero at both
     ends. Such a row has zero impulse on the whole segment: the set ``{γ = 0}`` of a projection onto a
     convex set is the normal cone at 0 (convex) and ``v_c(α)`` is affine (separated contacts, limits out of
-    reach)."""
+    reach); ``c_segment_dead`` says so for the next ``constraint_eval``."""
     begin, end = thread_slots(wp.tid(), slots_per_thread, used_count[0])
     for k in range(begin, end):
         c = used_slots[k]
@@ -125,7 +126,9 @@ def line_rows(
         c_dvc_out[c] = dvc
         g0 = c_gamma[c]
         g1, _G1, _l1 = constraint_impulse(c_kind[c], c_vc[c] + ALPHA_MAX * dvc, c_vhat[c], c_R[c], c_param[c])
-        if wp.dot(g0, g0) != 0.0 or wp.dot(g1, g1) != 0.0:  # a dead row adds nothing to the slopes
+        dead = wp.dot(g0, g0) == 0.0 and wp.dot(g1, g1) == 0.0
+        c_segment_dead_out[c] = int(dead)
+        if not dead:  # a dead row adds nothing to the slopes
             wp.atomic_add(world_row_slopes_out, w, wp.vec2(-wp.dot(dvc, g0), -wp.dot(dvc, g1)))
             live_rows_out[world_constraint_start[w] + wp.atomic_add(world_live_count_out, w, 1)] = c
 
