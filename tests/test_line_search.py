@@ -3,12 +3,16 @@
 After a single Newton iteration (``max_iterations=1``) from the warm start ``v0``, the solved ``v1`` must
 minimize ``ℓ(v) = ½ (v − v*)ᵀ M (v − v*) + Σ ℓ_c(J_c v)`` on the line through ``v0`` and ``v1``: the slope
 ``dℓ/ds`` at ``v0 + s (v1 − v0)`` vanishes at s = 1. The slope is evaluated here in float64 from the
-snapshot's M, v*, J, R, v̂, μ and an independent NumPy projection onto the friction cone (SAP.md §3)."""
+snapshot's M, v*, J, R, v̂, μ and an independent NumPy projection onto the friction cone (SAP.md §3). The rows
+that ``line_rows`` finds without impulse along a whole segment are moved along it, not re-evaluated: their
+``v_c`` must stay ``J v``."""
 
 import numpy as np
 import pytest
 
-from contact_scenes import Run, box_on_ground
+from newton_sap.constraints.dispatch import CONTACT
+
+from contact_scenes import Run, box_on_ground, sphere_bin
 
 
 def friction_cone_impulse(v_c, v_hat, R, mu, eps=1.0e-7):
@@ -50,3 +54,31 @@ def test_exact_line_search_stops_at_the_minimum_along_its_direction(qd0):
     slope_end = cost_slope(snap, snap.velocity[0], d)
     assert slope_start < 0.0  # a descent direction
     assert abs(slope_end) < 1e-5 * abs(slope_start)
+
+
+def test_rows_without_impulse_along_a_segment_follow_it_exactly():
+    """``constraint_eval`` moves a row that had no impulse along the whole line-search segment by
+    ``v_c += α Δv_c`` instead of forming ``J v``: after Newton steps with such rows (a landing sphere pile,
+    most contacts in the detection gap), every row's ``v_c`` is ``J v`` at the solved ``v`` to round-off, and a
+    contact row so moved has no impulse there by an independent projection."""
+    run = Run(sphere_bin(12))
+    sap = run.solver._sap
+    moved_any = False
+    for _ in range(30):
+        run.step(0.01)
+        if run.solver.stats.iterations[0] < 2:
+            continue
+        used = sap.used_slots.numpy()[: sap.used_count.numpy()[0]]
+        dead = sap.c_segment_dead.numpy()[used] == 1
+        moved_any |= bool(dead.any())
+        v = sap.v.numpy().astype(np.float64)
+        nnz, dof, J = sap.c_nnz.numpy()[used], sap.c_dof.numpy()[used], sap.c_J.numpy()[used].astype(np.float64)
+        Jv = np.array([J[k, : nnz[k]].T @ v[dof[k, : nnz[k]]] for k in range(len(used))])
+        vc = sap.c_vc.numpy()[used]
+        scale = np.abs(J).sum(axis=1).max(axis=1) * np.abs(v).max()  # bound of |J v| per row
+        assert np.all(np.abs(vc - Jv).max(axis=1) <= 1e-5 * scale + 1e-7)
+        R, v_hat, mu = sap.c_R.numpy()[used], sap.c_vhat.numpy()[used], sap.c_param.numpy()[used]
+        for k in np.flatnonzero(dead & (sap.c_kind.numpy()[used] == CONTACT)):
+            assert not np.any(sap.c_gamma.numpy()[used[k]])
+            assert np.allclose(friction_cone_impulse(Jv[k], v_hat[k], R[k], mu[k]), 0.0, atol=1e-9)
+    assert moved_any
