@@ -4,9 +4,10 @@
 ``world_pcg`` gives each world one thread that runs the whole CG loop: one launch per Newton iteration,
 right on the CPU, where every launch costs, but a GPU then runs a few thousand serial threads (a
 1024-world 50-sphere pile took 365 ms per step on an H200 through the per-world block Cholesky, which has
-the same layout). Here every CG iteration is six launches over all dofs, trees and constraint slots (the
-threads of worlds that have stopped return at once), looped on the device by ``wp.capture_while`` (a
-conditional node of the step's graph) until the slowest world stops. Per-world sums (``rᵀr``, ``rᵀz``,
+the same layout). Here every CG iteration is six launches over all dofs, trees and the rows with curvature,
+listed once per solve (``cg_curved_rows``; the threads of worlds that have stopped return at once), looped
+on the device by ``wp.capture_while`` (a conditional node of the step's graph) until the slowest world
+stops. Per-world sums (``rᵀr``, ``rᵀz``,
 ``pᵀHp``) are atomic adds, so on a GPU the order of their float additions, hence the last bits of a step,
 can change from run to run. The iterates, the forcing term η and the stopping rule are those of
 ``world_pcg``: same directions up to float rounding.
@@ -40,12 +41,15 @@ def cg_begin_worlds(
     cg_sums: wp.array2d(dtype=float),
     world_forcing_out: wp.array(dtype=float),
     any_iterating: wp.array(dtype=wp.int32),
+    curved_count_out: wp.array(dtype=wp.int32),
 ):
     """Per world: CG runs where the world uses PCG and still iterates; forcing term
     ``η = clamp(‖D∇ℓ‖ / max(‖DAv‖, ‖DJᵀγ‖), CG_TIGHTEST_TOLERANCE, loosest_tolerance)`` (``world_norms``:
     squared scaled norms of the gradient); the per-world sums (columns: ``bᵀb, rᵀz, pᵀHp, rᵀr, rᵀz new``)
-    cleared."""
+    cleared; the list of curved rows emptied (thread 0)."""
     w = wp.tid()
+    if w == 0:
+        curved_count_out[0] = 0
     for k in range(5):
         cg_sums[w, k] = 0.0
     cg_steps[w] = 0
@@ -57,6 +61,33 @@ def cg_begin_worlds(
         world_forcing_out[w] = wp.clamp(relative_residual, CG_TIGHTEST_TOLERANCE, loosest_tolerance)
         any_iterating[0] = 1
     cg_active[w] = active
+
+
+@wp.kernel
+def cg_curved_rows(
+    # inputs
+    slots_per_thread: int,
+    used_count: wp.array(dtype=wp.int32),
+    used_slots: wp.array(dtype=wp.int32),
+    cg_active: wp.array(dtype=wp.int32),
+    c_world: wp.array(dtype=wp.int32),
+    c_G: wp.array(dtype=wp.mat33),
+    # outputs (curved_count zeroed before)
+    curved_rows_out: wp.array(dtype=wp.int32),
+    curved_count_out: wp.array(dtype=wp.int32),
+):
+    """The rows with curvature (``G ≠ 0``) of the iterating worlds, listed once per solve: the only rows
+    :func:`cg_product_rows` visits in each CG step (a landing pile: about 50 of 750 rows per world). On the
+    CPU the list keeps slot order (the threads and their runs go in order), so the products' sums keep
+    theirs; on GPUs its order varies, as the sums' order does anyway. A thread takes a run of the used slots."""
+    begin, end = thread_slots(wp.tid(), slots_per_thread, used_count[0])
+    for k in range(begin, end):
+        c = used_slots[k]
+        if cg_active[c_world[c]] == 0:
+            continue
+        G = c_G[c]
+        if wp.ddot(G, G) != 0.0:
+            curved_rows_out[wp.atomic_add(curved_count_out, 0, 1)] = c
 
 
 @wp.kernel
@@ -175,8 +206,8 @@ def cg_product_dofs(
 def cg_product_rows(
     # inputs
     slots_per_thread: int,
-    used_count: wp.array(dtype=wp.int32),
-    used_slots: wp.array(dtype=wp.int32),
+    curved_count: wp.array(dtype=wp.int32),
+    curved_rows: wp.array(dtype=wp.int32),
     cg_active: wp.array(dtype=wp.int32),
     c_world: wp.array(dtype=wp.int32),
     c_G: wp.array(dtype=wp.mat33),
@@ -188,17 +219,15 @@ def cg_product_rows(
     Hp: wp.array(dtype=float),
     cg_sums: wp.array2d(dtype=float),
 ):
-    """Per constraint row c with curvature in an iterating world: ``Hp += J_cᵀ G_c J_c p``;
-    ``(J_c p)ᵀ G_c (J_c p)`` summed per world. A thread takes a run of the used slots."""
-    begin, end = thread_slots(wp.tid(), slots_per_thread, used_count[0])
+    """Per constraint row c with curvature in an iterating world (:func:`cg_curved_rows`):
+    ``Hp += J_cᵀ G_c J_c p``; ``(J_c p)ᵀ G_c (J_c p)`` summed per world. A thread takes a run of the list."""
+    begin, end = thread_slots(wp.tid(), slots_per_thread, curved_count[0])
     for k in range(begin, end):
-        c = used_slots[k]
+        c = curved_rows[k]
         w = c_world[c]
         if cg_active[w] == 0:
             continue
         G = c_G[c]
-        if wp.ddot(G, G) == 0.0:
-            continue
         Jp = row_product(c, c_nnz, c_dof, c_J, p)
         u = G * Jp
         for e in range(c_nnz[c]):
@@ -327,6 +356,7 @@ class ParallelConjugateGradients:
         self.sums = wp.zeros((nw, 5), dtype=float, device=device)
         self.beta = wp.zeros(nw, dtype=float, device=device)
         self.any_iterating = wp.zeros(1, dtype=wp.int32, device=device)
+        self.curved_count = wp.zeros(1, dtype=wp.int32, device=device)
         self.r, self.z, self.p, self.Hp = r, z, p, Hp
 
     def solve(
@@ -346,18 +376,25 @@ class ParallelConjugateGradients:
     ) -> None:
         """``dv ≈ −H⁻¹ grad`` in the PCG worlds flagged in ``world_active`` (forcing terms into ``forcing``,
         CG steps added to ``world_cg_iterations``). ``rows``: ``(slots_per_thread, slot_threads, used_count,
-        used_slots, c_world, c_G, c_nnz, c_dof, c_J)`` of the constraint rows."""
+        used_slots, c_world, c_G, c_nnz, c_dof, c_J, curved_rows)`` of the constraint rows (``curved_rows``: a
+        per-slot scratch list)."""
         T, dev = self.T, self.device
+        slots_per_thread, slot_threads, used_count, used_slots, c_world, c_G, c_nnz, c_dof, c_J, curved_rows = rows
         self.any_iterating.zero_()
         wp.launch(cg_begin_worlds, dim=self.world_count,
                   inputs=[T.world_uses_pcg, loosest_tolerance, world_active, world_norms],
-                  outputs=[self.active, self.steps, self.sums, forcing, self.any_iterating], device=dev)  # fmt: skip
+                  outputs=[self.active, self.steps, self.sums, forcing, self.any_iterating, self.curved_count],
+                  device=dev)  # fmt: skip
+        wp.launch(cg_curved_rows, dim=slot_threads,
+                  inputs=[slots_per_thread, used_count, used_slots, self.active, c_world, c_G],
+                  outputs=[curved_rows, self.curved_count], device=dev)  # fmt: skip
         wp.launch(cg_begin_dofs, dim=self.dof_count, inputs=[T.dof_world, self.active, grad],
                   outputs=[self.r, self.Hp, dv, self.sums], device=dev)  # fmt: skip
         self._precondition(P, pdiag, 1)
         wp.launch(cg_first_direction_dofs, dim=self.dof_count, inputs=[T.dof_world, self.active, self.z],
                   outputs=[self.p], device=dev)  # fmt: skip
-        wp.capture_while(self.any_iterating, self._iteration, max_iterations=max_iterations, rows=rows,
+        curved = (slots_per_thread, slot_threads, curved_rows, c_world, c_G, c_nnz, c_dof, c_J)
+        wp.capture_while(self.any_iterating, self._iteration, max_iterations=max_iterations, rows=curved,
                          A_rows=A_rows, P=P, pdiag=pdiag, dv=dv, forcing=forcing)  # fmt: skip
         wp.launch(cg_count_iterations, dim=self.world_count, inputs=[T.world_uses_pcg, self.steps],
                   outputs=[world_cg_iterations], device=dev)  # fmt: skip
@@ -372,14 +409,14 @@ class ParallelConjugateGradients:
     def _iteration(self, max_iterations, rows, A_rows, P, pdiag, dv, forcing) -> None:
         """One CG step in every iterating world (the body of the device loop)."""
         T, dev = self.T, self.device
-        slots_per_thread, slot_threads, used_count, used_slots, c_world, c_G, c_nnz, c_dof, c_J = rows
+        slots_per_thread, slot_threads, curved_rows, c_world, c_G, c_nnz, c_dof, c_J = rows
         self.any_iterating.zero_()
         wp.launch(cg_product_dofs, dim=self.dof_count,
                   inputs=[T.dof_world, T.dof_parent, T.dof_depth, T.dof_row_start, self.active, A_rows, self.p],
                   outputs=[self.Hp, self.sums], device=dev)  # fmt: skip
         wp.launch(cg_product_rows, dim=slot_threads,
-                  inputs=[slots_per_thread, used_count, used_slots, self.active, c_world, c_G, c_nnz, c_dof, c_J,
-                          self.p],
+                  inputs=[slots_per_thread, self.curved_count, curved_rows, self.active, c_world, c_G, c_nnz, c_dof,
+                          c_J, self.p],
                   outputs=[self.Hp, self.sums], device=dev)  # fmt: skip
         wp.launch(cg_update_dofs, dim=self.dof_count, inputs=[T.dof_world, self.active, self.p],
                   outputs=[self.r, self.Hp, dv, self.sums], device=dev)  # fmt: skip

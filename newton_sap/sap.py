@@ -1120,7 +1120,7 @@ class SapSolver:
         max_iterations = max(int(np.diff(topo.world_dof_start).max()), 1)
         if self.parallel_cg is not None:
             rows = (self.slots_per_thread, self.slot_threads, self.used_count, self.used_slots, self.c_world, G,
-                    self.c_nnz, self.c_dof, self.c_J)  # fmt: skip
+                    self.c_nnz, self.c_dof, self.c_J, self.curved_rows)  # fmt: skip
             self.parallel_cg.solve(max_iterations, loosest_tolerance, active, self.world_norms, rows, A_rows, self.P,
                                    self.pdiag, grad, dv, self.world_cg_iterations, forcing)  # fmt: skip
             return
