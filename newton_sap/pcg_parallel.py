@@ -175,14 +175,18 @@ def cg_product_dofs(
     cg_active: wp.array(dtype=wp.int32),
     A_rows: wp.array(dtype=float),
     p: wp.array(dtype=float),
-    # outputs (accumulated)
+    # outputs (accumulated; any_iterating zeroed here, raised again by cg_next_worlds)
     Hp: wp.array(dtype=float),
     cg_sums: wp.array2d(dtype=float),
+    any_iterating: wp.array(dtype=wp.int32),
 ):
     """Per dof i of an iterating world, the entries of A in its row (A's layout: the diagonal, then one per
     ancestor j): ``Hp_i += A_ii p_i + Σ_j A_ij p_j`` and ``Hp_j += A_ij p_i``; ``pᵀAp`` summed per world
-    (``A_ii p_i² + 2 Σ_j A_ij p_i p_j``)."""
+    (``A_ii p_i² + 2 Σ_j A_ij p_i p_j``). The first kernel of a CG step, so thread 0 lowers the loop's flag
+    (a memset would be one more graph node per CG step)."""
     i = wp.tid()
+    if i == 0:
+        any_iterating[0] = 0
     w = dof_world[i]
     if cg_active[w] == 0:
         return
@@ -410,10 +414,9 @@ class ParallelConjugateGradients:
         """One CG step in every iterating world (the body of the device loop)."""
         T, dev = self.T, self.device
         slots_per_thread, slot_threads, curved_rows, c_world, c_G, c_nnz, c_dof, c_J = rows
-        self.any_iterating.zero_()
         wp.launch(cg_product_dofs, dim=self.dof_count,
                   inputs=[T.dof_world, T.dof_parent, T.dof_depth, T.dof_row_start, self.active, A_rows, self.p],
-                  outputs=[self.Hp, self.sums], device=dev)  # fmt: skip
+                  outputs=[self.Hp, self.sums, self.any_iterating], device=dev)  # fmt: skip
         wp.launch(cg_product_rows, dim=slot_threads,
                   inputs=[slots_per_thread, self.curved_count, curved_rows, self.active, c_world, c_G, c_nnz, c_dof,
                           c_J, self.p],
