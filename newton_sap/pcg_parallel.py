@@ -4,12 +4,11 @@
 ``world_pcg`` gives each world one thread that runs the whole CG loop: one launch per Newton iteration,
 right on the CPU, where every launch costs, but a GPU then runs a few thousand serial threads (a
 1024-world 50-sphere pile took 365 ms per step on an H200 through the per-world block Cholesky, which has
-the same layout). Here every CG iteration is six launches over all dofs, trees and the rows with curvature,
+the same layout). Here every CG iteration is five launches over all dofs, trees and the rows with curvature,
 listed once per solve (``cg_curved_rows``; the threads of worlds that have stopped return at once), looped
 on the device by ``wp.capture_while`` (a conditional node of the step's graph) until the slowest world
-stops. Per-world sums (``rᵀr``, ``rᵀz``,
-``pᵀHp``) are atomic adds, so on a GPU the order of their float additions, hence the last bits of a step,
-can change from run to run. The iterates, the forcing term η and the stopping rule are those of
+stops. Per-world sums (``rᵀr``, ``rᵀz``, ``pᵀHp``) are atomic adds, so on a GPU the order of their float
+additions, hence the last bits of a step, can change from run to run. The iterates, the forcing term η and the stopping rule are those of
 ``world_pcg``: same directions up to float rounding.
 
 ``pᵀHp`` is accumulated with the product itself, ``pᵀAp + Σ_c (J_c p)ᵀ G_c (J_c p)``, so no launch reads
@@ -116,30 +115,52 @@ def cg_begin_dofs(
 
 
 @wp.kernel
-def cg_precondition_trees(
+def cg_update_precondition_trees(
     # model
     tree_world: wp.array(dtype=wp.int32),
     tree_dof_start: wp.array(dtype=wp.int32),
     tree_dof_count: wp.array(dtype=wp.int32),
     dof_dense_offset: wp.array(dtype=wp.int32),
     # inputs
+    update: int,
     sum_column: int,
     cg_active: wp.array(dtype=wp.int32),
     P: wp.array(dtype=float),
     pdiag: wp.array(dtype=float),
-    r: wp.array(dtype=float),
+    p: wp.array(dtype=float),
     # outputs
+    r: wp.array(dtype=float),
+    Hp: wp.array(dtype=float),
+    dv_out: wp.array(dtype=float),
     z: wp.array(dtype=float),
     cg_sums: wp.array2d(dtype=float),
 ):
-    """Per tree of an iterating world: ``z_t = P_t⁻¹ r_t`` (:func:`~newton_sap.pcg.precondition_tree`);
-    ``r_tᵀ z_t`` added to the world's sum in column ``sum_column`` (``rᵀz``, or the new ``rᵀz``)."""
+    """Per tree of an iterating world. ``update = 1`` (a CG step): first, on the tree's dofs, ``α = rᵀz / pᵀHp``,
+    ``Δv += α p``, ``r −= α Hp``, ``Hp = 0`` for the next product, and ``r_tᵀ r_t`` added to the world's ``rᵀr``
+    (where ``pᵀHp ≤ 0`` nothing: no curvature left to use, :func:`cg_next_worlds` stops the world without a
+    step). Then ``z_t = P_t⁻¹ r_t`` (:func:`~newton_sap.pcg.precondition_tree`) and ``r_tᵀ z_t`` added to the
+    world's sum in column ``sum_column`` (``rᵀz``, or the new ``rᵀz``). The update rides on the tree's
+    preconditioner thread, which reads its r anyway: one launch per CG step instead of two."""
     t = wp.tid()
     w = tree_world[t]
     m = tree_dof_count[t]
     if cg_active[w] == 0 or m == 0:  # a tree welded to the world has no dofs (and its start may be the end)
         return
     s = tree_dof_start[t]
+    if update == 1:
+        pHp = cg_sums[w, 2]
+        if pHp <= 0.0:
+            return
+        alpha = cg_sums[w, 1] / pHp
+        rr = float(0.0)
+        for a in range(m):
+            i = s + a
+            dv_out[i] = dv_out[i] + alpha * p[i]
+            ri = r[i] - alpha * Hp[i]
+            r[i] = ri
+            Hp[i] = 0.0
+            rr += ri * ri
+        wp.atomic_add(cg_sums, w, 3, rr)
     precondition_tree(s, m, dof_dense_offset, P, pdiag, r, z)
     rz = float(0.0)
     for a in range(m):
@@ -237,35 +258,6 @@ def cg_product_rows(
         for e in range(c_nnz[c]):
             wp.atomic_add(Hp, c_dof[c, e], wp.dot(c_J[c, e], u))
         wp.atomic_add(cg_sums, w, 2, wp.dot(Jp, u))
-
-
-@wp.kernel
-def cg_update_dofs(
-    # model
-    dof_world: wp.array(dtype=wp.int32),
-    # inputs
-    cg_active: wp.array(dtype=wp.int32),
-    p: wp.array(dtype=float),
-    # outputs
-    r: wp.array(dtype=float),
-    Hp: wp.array(dtype=float),
-    dv_out: wp.array(dtype=float),
-    cg_sums: wp.array2d(dtype=float),
-):
-    """Per dof of an iterating world with ``pᵀHp > 0``: ``α = rᵀz / pᵀHp``, ``Δv += α p``, ``r −= α Hp``,
-    ``Hp = 0`` for the next product; ``rᵀr`` summed per world. (``pᵀHp ≤ 0``: no curvature left to use,
-    :func:`cg_next_worlds` stops the world without a step.)"""
-    i = wp.tid()
-    w = dof_world[i]
-    pHp = cg_sums[w, 2]
-    if cg_active[w] == 0 or pHp <= 0.0:
-        return
-    alpha = cg_sums[w, 1] / pHp
-    dv_out[i] = dv_out[i] + alpha * p[i]
-    ri = r[i] - alpha * Hp[i]
-    r[i] = ri
-    Hp[i] = 0.0
-    wp.atomic_add(cg_sums, w, 3, ri * ri)
 
 
 @wp.kernel
@@ -394,7 +386,7 @@ class ParallelConjugateGradients:
                   outputs=[curved_rows, self.curved_count], device=dev)  # fmt: skip
         wp.launch(cg_begin_dofs, dim=self.dof_count, inputs=[T.dof_world, self.active, grad],
                   outputs=[self.r, self.Hp, dv, self.sums], device=dev)  # fmt: skip
-        self._precondition(P, pdiag, 1)
+        self._update_precondition(P, pdiag, dv, 0, 1)
         wp.launch(cg_first_direction_dofs, dim=self.dof_count, inputs=[T.dof_world, self.active, self.z],
                   outputs=[self.p], device=dev)  # fmt: skip
         curved = (slots_per_thread, slot_threads, curved_rows, c_world, c_G, c_nnz, c_dof, c_J)
@@ -403,12 +395,13 @@ class ParallelConjugateGradients:
         wp.launch(cg_count_iterations, dim=self.world_count, inputs=[T.world_uses_pcg, self.steps],
                   outputs=[world_cg_iterations], device=dev)  # fmt: skip
 
-    def _precondition(self, P, pdiag, sum_column: int) -> None:
+    def _update_precondition(self, P, pdiag, dv, update: int, sum_column: int) -> None:
+        """:func:`cg_update_precondition_trees` on every tree (``update``: also the CG step's update)."""
         T = self.T
-        wp.launch(cg_precondition_trees, dim=self.tree_count,
-                  inputs=[T.tree_world, T.tree_dof_start, T.tree_dof_count, T.dof_dense_offset, sum_column,
-                          self.active, P, pdiag, self.r],
-                  outputs=[self.z, self.sums], device=self.device)  # fmt: skip
+        wp.launch(cg_update_precondition_trees, dim=self.tree_count,
+                  inputs=[T.tree_world, T.tree_dof_start, T.tree_dof_count, T.dof_dense_offset, update, sum_column,
+                          self.active, P, pdiag, self.p],
+                  outputs=[self.r, self.Hp, dv, self.z, self.sums], device=self.device)  # fmt: skip
 
     def _iteration(self, max_iterations, rows, A_rows, P, pdiag, dv, forcing) -> None:
         """One CG step in every iterating world (the body of the device loop)."""
@@ -421,9 +414,7 @@ class ParallelConjugateGradients:
                   inputs=[slots_per_thread, self.curved_count, curved_rows, self.active, c_world, c_G, c_nnz, c_dof,
                           c_J, self.p],
                   outputs=[self.Hp, self.sums], device=dev)  # fmt: skip
-        wp.launch(cg_update_dofs, dim=self.dof_count, inputs=[T.dof_world, self.active, self.p],
-                  outputs=[self.r, self.Hp, dv, self.sums], device=dev)  # fmt: skip
-        self._precondition(P, pdiag, 4)
+        self._update_precondition(P, pdiag, dv, 1, 4)
         wp.launch(cg_next_worlds, dim=self.world_count, inputs=[max_iterations, forcing],
                   outputs=[self.active, self.steps, self.sums, self.beta, self.any_iterating], device=dev)  # fmt: skip
         wp.launch(cg_direction_dofs, dim=self.dof_count, inputs=[T.dof_world, self.active, self.beta, self.z],
