@@ -8,8 +8,8 @@ the same layout). Here every CG iteration is five launches over all dofs, trees 
 listed once per solve (``cg_curved_rows``; the threads of worlds that have stopped return at once), looped
 on the device by ``wp.capture_while`` (a conditional node of the step's graph) until the slowest world
 stops. Per-world sums (``rᵀr``, ``rᵀz``, ``pᵀHp``) are atomic adds, so on a GPU the order of their float
-additions, hence the last bits of a step, can change from run to run. The iterates, the forcing term η and the stopping rule are those of
-``world_pcg``: same directions up to float rounding.
+additions, hence the last bits of a step, can change from run to run. The iterates, the forcing term η and
+the stopping rule are those of ``world_pcg``: same directions up to float rounding.
 
 ``pᵀHp`` is accumulated with the product itself, ``pᵀAp + Σ_c (J_c p)ᵀ G_c (J_c p)``, so no launch reads
 the finished ``Hp`` only to reduce it.
