@@ -140,11 +140,21 @@ def init_worlds(
     world_cg_iterations_out: wp.array(dtype=wp.int32),
     world_plain_newton_out: wp.array(dtype=wp.int32),
     any_active_out: wp.array(dtype=wp.int32),
+    world_norms_out: wp.array(dtype=wp.vec3),
+    world_cost_out: wp.array(dtype=float),
+    iteration_count_out: wp.array(dtype=wp.int32),
+    any_free_motion_out: wp.array(dtype=wp.int32),
 ):
     """A world needs Newton iterations if it has dofs and constraints (v* mode) or dofs (momentum
     mode); otherwise its answer is ``v*`` with 0 iterations. ``any_active_out[0]`` (zeroed before)
-    becomes 1 if some world iterates."""
+    becomes 1 if some world iterates. Also starts the step's sums at zero (the warm start's norms and
+    cost; thread 0: the iteration count and the free-motion flag): memsets would be graph nodes."""
     w = wp.tid()
+    if w == 0:
+        iteration_count_out[0] = 0
+        any_free_motion_out[0] = 0
+    world_norms_out[w] = wp.vec3(0.0)
+    world_cost_out[w] = 0.0
     n = world_dof_start[w + 1] - world_dof_start[w]
     active = int(0)
     if n > 0 and (world_constraint_count[w] > 0 or momentum_mode == 1):
@@ -158,6 +168,41 @@ def init_worlds(
     world_cost_stalled_out[w] = 0
     world_cg_iterations_out[w] = 0
     world_plain_newton_out[w] = 0
+
+
+@wp.kernel
+def begin_velocities(
+    # inputs
+    v0: wp.array(dtype=float),
+    # outputs
+    v_out: wp.array(dtype=float),
+    jtg_out: wp.array(dtype=float),
+    Av0_out: wp.array(dtype=float),
+):
+    """Per dof, the Newton loop's start: the warm start ``v = v0``, and ``Jᵀγ`` and ``A v0`` at zero for their
+    sums (one kernel instead of a copy and two memsets, each a node of the step's graph)."""
+    i = wp.tid()
+    v_out[i] = v0[i]
+    jtg_out[i] = 0.0
+    Av0_out[i] = 0.0
+
+
+@wp.kernel
+def reset_constraint_counts(
+    # outputs
+    world_contact_count_out: wp.array(dtype=wp.int32),
+    world_constraint_count_out: wp.array(dtype=wp.int32),
+    world_fill_out: wp.array(dtype=wp.int32),
+    used_count_out: wp.array(dtype=wp.int32),
+):
+    """Per world, the step's constraint counts at zero before the rows are built, counted and sorted
+    (thread 0: the used slots); one kernel instead of four memsets."""
+    w = wp.tid()
+    if w == 0:
+        used_count_out[0] = 0
+    world_contact_count_out[w] = 0
+    world_constraint_count_out[w] = 0
+    world_fill_out[w] = 0
 
 
 @wp.kernel
@@ -454,17 +499,22 @@ def gradient(
     Av0: wp.array(dtype=float),
     tau: wp.array(dtype=float),
     jtg: wp.array(dtype=float),
-    # outputs (Ae is read, or written when warm_start = 1)
+    # outputs (Ae is read, or written when warm_start = 1; any_active lowered at the warm start)
     Ae: wp.array(dtype=float),
     grad_out: wp.array(dtype=float),
     world_norms_out: wp.array(dtype=wp.vec3),
+    any_active_out: wp.array(dtype=wp.int32),
 ):
     """``∇ℓ_i = (A (v − v_ref))_i − m Δt τ_i − (Jᵀγ)_i``; accumulates the squared scaled norms
     ``(‖D∇ℓ‖², ‖D A v‖², ‖D Jᵀγ‖²)`` of the world, ``D = diag(A)^-½``. ``Ae = A (v − v_ref)`` needs no
     product: at the warm start ``v = v0`` (``warm_start = 1``) it is ``−Δt τ`` in v* mode
     (``v* = v0 + Δt A⁻¹ τ``) and 0 in momentum mode (``v_ref = v0``), written here; after that the line search
-    adds ``α A Δv``. Likewise ``A v = Ae + A v_ref`` with ``A v_ref = A v0 + (1 − m) Δt τ`` from ``Av0``."""
+    adds ``α A Δv``. Likewise ``A v = Ae + A v_ref`` with ``A v_ref = A v0 + (1 − m) Δt τ`` from ``Av0``.
+    At the warm start thread 0 lowers ``any_active`` for the check that follows (later checks find it
+    lowered by ``count_iteration``)."""
     i = wp.tid()
+    if warm_start == 1 and i == 0:
+        any_active_out[0] = 0
     w = dof_world[i]
     if world_active[w] == 0:
         return
@@ -752,7 +802,9 @@ class SapSolver:
         n_joint = SLOTS_PER_DOF * self.topo.dof_count if self.model_constraints else 0  # drives, limits, ...
         n_loop = 2 * len(self.topo.loop_joints)
         self._allocate_constraints(n_contacts + n_joint + n_loop)
-        self.world_contact_count.zero_()
+        wp.launch(reset_constraint_counts, dim=self.world_contact_count.shape[0],
+                  outputs=[self.world_contact_count, self.world_constraint_count, self.world_fill, self.used_count],
+                  device=dev)  # fmt: skip
         if n_contacts:
             stiffness = o.contact_stiffness if o.contact_stiffness is not None else -1.0
             dissipation = o.contact_dissipation_time if o.contact_dissipation_time is not None else -1.0
@@ -808,13 +860,10 @@ class SapSolver:
             )  # fmt: skip
         if n_contacts + n_joint + n_loop == 0:
             self.c_world.fill_(-1)
-        self.world_constraint_count.zero_()
         wp.launch(count_constraints, dim=self.slot_threads, inputs=[self.slots_per_thread, self.c_world],
                   outputs=[self.world_constraint_count, self.slot_used], device=dev)  # fmt: skip
         wp.utils.array_scan(self.world_constraint_count, self.world_constraint_start, inclusive=False)
         wp.utils.array_scan(self.slot_used, self.slot_rank, inclusive=False)
-        self.world_fill.zero_()
-        self.used_count.zero_()
         wp.launch(
             sort_constraints_by_world,
             dim=self.slot_threads,
@@ -823,10 +872,11 @@ class SapSolver:
             device=dev,
         )
 
-    def _matvec(self, A_rows, x, y) -> None:
-        """``y = A x`` (sparse rows)."""
+    def _matvec(self, A_rows, x, y, zeroed: bool = False) -> None:
+        """``y = A x`` (sparse rows; ``zeroed``: y is already zero)."""
         T = self.T
-        y.zero_()
+        if not zeroed:
+            y.zero_()
         wp.launch(
             sparse_matvec, dim=self.topo.dof_count, inputs=[T.dof_parent, T.dof_depth, T.dof_row_start, A_rows, x],
             outputs=[y], device=self.device,
@@ -850,17 +900,16 @@ class SapSolver:
             dim=nw,
             inputs=[T.world_dof_start, momentum, self.world_constraint_count],
             outputs=[self.world_active, self.world_iterations, self.world_residual, self.world_converged,
-                     self.world_cost_stalled, self.world_cg_iterations, self.world_plain_newton, self.any_active],
+                     self.world_cost_stalled, self.world_cg_iterations, self.world_plain_newton, self.any_active,
+                     self.world_norms, self.world_cost, self.iteration_count, self.any_free_motion],
             device=dev,
         )  # fmt: skip
         if ndof == 0:
             return self.v
-        wp.copy(self.v, v0)  # the warm start
-        self.iteration_count.zero_()
+        wp.launch(begin_velocities, dim=ndof, inputs=[v0], outputs=[self.v, self.jtg, self.Av0], device=dev)
         args = {"A_rows": A_rows, "tree_blocks": tree_blocks, "v_ref": v_ref, "tau": tau, "dt": dt}
         wp.capture_if(self.any_active, self._evaluate, warm_start=True, **args)
         if not momentum:
-            self.any_free_motion.zero_()
             wp.launch(
                 select_free_motion_worlds,
                 dim=nw,
@@ -922,14 +971,12 @@ class SapSolver:
         ``any_active`` says whether any goes on (``tree_blocks`` and ``v_ref`` are unused: one signature for
         both). ``warm_start``: ``v = v0`` in every iterating world (the first check), where ``A v0`` is
         formed once for the step and ``A (v − v_ref)`` needs no product; later ``A (v − v_ref)`` is the
-        line search's update (see :func:`gradient`)."""
+        line search's update (see :func:`gradient`). The sums start at zero: at the warm start ``Jᵀγ`` and
+        ``A v0`` from ``begin_velocities``, the norms and the cost from ``init_worlds``; later from
+        ``line_dots`` and ``line_search``."""
         o, T, topo, dev = self.options, self.T, self.topo, self.device
         momentum = int(o.momentum_mode)
         ndof = topo.dof_count
-        if warm_start:  # later checks find them zeroed by line_dots (jtg) and line_search (norms, cost)
-            self.jtg.zero_()
-            self.world_norms.zero_()
-            self.world_cost.zero_()
         wp.launch(
             constraint_eval,
             dim=self.slot_threads,
@@ -940,17 +987,15 @@ class SapSolver:
             device=dev,
         )  # fmt: skip
         if warm_start:
-            self._matvec(A_rows, self.v, self.Av0)
+            self._matvec(A_rows, self.v, self.Av0, zeroed=True)
         wp.launch(
             gradient,
             dim=ndof,
             inputs=[T.dof_world, T.dof_row_start, momentum, dt, int(warm_start), self.world_active, A_rows, self.Av0,
                     tau, self.jtg],
-            outputs=[self.Ae, self.grad, self.world_norms],
+            outputs=[self.Ae, self.grad, self.world_norms, self.any_active],
             device=dev,
         )  # fmt: skip
-        if warm_start:  # later checks: zeroed by count_iteration
-            self.any_active.zero_()
         wp.launch(
             check_convergence,
             dim=topo.world_count,
