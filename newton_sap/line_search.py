@@ -150,11 +150,21 @@ def line_dots(
     # outputs
     world_line_out: wp.array(dtype=wp.vec3),
     jtg_out: wp.array(dtype=float),
+    iteration_count: wp.array(dtype=wp.int32),
+    any_active_out: wp.array(dtype=wp.int32),
+    any_predicted_out: wp.array(dtype=wp.int32),
 ):
     """Per world along ``v + α Δv``: ``s0 = Δvᵀ ∇ℓ_A(v)``, ``s1 = Δvᵀ A Δv`` and ``ℓ_A(v)`` with
     ``e = v − v_ref``: ``ℓ_A = ½ eᵀ A e − m Δt τᵀ e``. Zeroes ``Jᵀγ`` (read by this iteration's gradient,
-    accumulated again by the next ``constraint_eval``)."""
+    accumulated again by the next ``constraint_eval``). Thread 0 also counts the Newton iteration and lowers
+    the flags that this iteration's check and the next stiction prediction raise (``any_predicted`` was
+    read before this kernel, ``any_active`` is read after the check): the loop's bookkeeping without a
+    launch of its own."""
     i = wp.tid()
+    if i == 0:
+        iteration_count[0] = iteration_count[0] + 1
+        any_active_out[0] = 0
+        any_predicted_out[0] = 0
     w = dof_world[i]
     if world_active[w] == 0:
         return

@@ -502,6 +502,7 @@ def gradient(
     # outputs (Ae is read, or written when warm_start = 1; any_active lowered at the warm start)
     Ae: wp.array(dtype=float),
     grad_out: wp.array(dtype=float),
+    grad_model_out: wp.array(dtype=float),
     world_norms_out: wp.array(dtype=wp.vec3),
     any_active_out: wp.array(dtype=wp.int32),
 ):
@@ -511,7 +512,8 @@ def gradient(
     (``v* = v0 + Δt A⁻¹ τ``) and 0 in momentum mode (``v_ref = v0``), written here; after that the line search
     adds ``α A Δv``. Likewise ``A v = Ae + A v_ref`` with ``A v_ref = A v0 + (1 − m) Δt τ`` from ``Av0``.
     At the warm start thread 0 lowers ``any_active`` for the check that follows (later checks find it
-    lowered by ``count_iteration``)."""
+    lowered by ``line_dots``). ``grad_model`` starts as a copy of ``∇ℓ`` (the stiction prediction
+    subtracts its rows' changes from it)."""
     i = wp.tid()
     if warm_start == 1 and i == 0:
         any_active_out[0] = 0
@@ -530,6 +532,7 @@ def gradient(
     else:
         Av += dt * tau[i]
     grad_out[i] = g
+    grad_model_out[i] = g
     d2 = 1.0 / A_rows[dof_row_start[i]]
     wp.atomic_add(world_norms_out, w, wp.vec3(d2 * g * g, d2 * Av * Av, d2 * jtg[i] * jtg[i]))
 
@@ -593,19 +596,6 @@ def check_convergence(
         world_converged[w] = 0
     if world_active[w] == 1:
         any_active_out[0] = 1
-
-
-@wp.kernel
-def count_iteration(
-    iteration_count: wp.array(dtype=wp.int32),
-    any_active_out: wp.array(dtype=wp.int32),
-    any_predicted_out: wp.array(dtype=wp.int32),
-):
-    """One more Newton iteration done (a single thread); the flags that the next check and the next stiction
-    prediction raise start at zero."""
-    iteration_count[0] = iteration_count[0] + 1
-    any_active_out[0] = 0
-    any_predicted_out[0] = 0
 
 
 @functools.cache
@@ -939,7 +929,7 @@ class SapSolver:
         the first check without it): A in the dense world blocks, the worlds whose constraints each act
         along one chain (the CPU's tree LDLᵀ of H), and the stiction predictions' flag at zero."""
         T, dev = self.T, self.device
-        self.any_predicted.zero_()  # for the first stiction prediction; later ones: zeroed by count_iteration
+        self.any_predicted.zero_()  # for the first stiction prediction; later ones: zeroed by line_dots
         if self.tree_ldlt:
             wp.copy(self.world_tree_local, self.world_tree_local_default)
             wp.launch(
@@ -993,7 +983,7 @@ class SapSolver:
             dim=ndof,
             inputs=[T.dof_world, T.dof_row_start, momentum, dt, int(warm_start), self.world_active, A_rows, self.Av0,
                     tau, self.jtg],
-            outputs=[self.Ae, self.grad, self.world_norms, self.any_active],
+            outputs=[self.Ae, self.grad, self.grad_model, self.world_norms, self.any_active],
             device=dev,
         )  # fmt: skip
         wp.launch(
@@ -1022,7 +1012,7 @@ class SapSolver:
             line_dots,
             dim=ndof,
             inputs=[T.dof_world, momentum, dt, self.world_active, self.v, v_ref, tau, self.Ae, self.dv, self.Adv],
-            outputs=[self.world_line, self.jtg],
+            outputs=[self.world_line, self.jtg, self.iteration_count, self.any_active, self.any_predicted],
             device=dev,
         )  # fmt: skip
         wp.launch(
@@ -1045,14 +1035,11 @@ class SapSolver:
                      self.world_plain_newton],
             device=dev,
         )  # fmt: skip
-        wp.launch(count_iteration, dim=1, inputs=[self.iteration_count], outputs=[self.any_active, self.any_predicted],
-                  device=dev)  # fmt: skip
 
     def _predict_stiction(self, A_rows, tree_blocks) -> None:
         """Flag the rows that the direction ``Δv`` takes through stiction (``predict_stiction``) and, in their
         worlds, solve for the stiction model's direction."""
         dev = self.device
-        wp.copy(self.grad_model, self.grad)
         wp.launch(
             predict_stiction,
             dim=self.slot_threads,
