@@ -200,9 +200,9 @@ def line_search(
     c_R: wp.array(dtype=wp.vec3),
     c_param: wp.array(dtype=float),
     dv: wp.array(dtype=float),
+    # outputs (v and Ae are read and updated; Adv is read and zeroed for the next product; world_cost is read,
+    # world_cost and world_norms are zeroed for the next check's sums)
     Adv: wp.array(dtype=float),
-    # outputs (v and Ae are read and updated; world_cost is read, world_cost and world_norms are zeroed for the
-    # next check's sums)
     v: wp.array(dtype=float),
     Ae: wp.array(dtype=float),
     world_cost: wp.array(dtype=float),
@@ -284,6 +284,7 @@ def line_search(
             moved = 1
         v[s + i] = v[s + i] + step
         Ae[s + i] = Ae[s + i] + alpha * Adv[s + i]  # A (v − v_ref) follows v
+        Adv[s + i] = 0.0  # the next A Δv accumulates from zero (no memset node)
     stalled = int(0)
     change = wp.abs(cost1 - cost0)
     scale = 0.5 * (wp.abs(cost1) + wp.abs(cost0))

@@ -178,13 +178,17 @@ def begin_velocities(
     v_out: wp.array(dtype=float),
     jtg_out: wp.array(dtype=float),
     Av0_out: wp.array(dtype=float),
+    Adv_out: wp.array(dtype=float),
 ):
-    """Per dof, the Newton loop's start: the warm start ``v = v0``, and ``Jᵀγ`` and ``A v0`` at zero for their
-    sums (one kernel instead of a copy and two memsets, each a node of the step's graph)."""
+    """Per dof, the Newton loop's start: the warm start ``v = v0``, and ``Jᵀγ``, ``A v0`` and the first ``A Δv``
+    at zero for their sums (one kernel instead of a copy and three memsets, each a node of the step's graph;
+    ``line_search`` zeroes ``A Δv`` again after each use in an iterating world, and no one reads it in the
+    others)."""
     i = wp.tid()
     v_out[i] = v0[i]
     jtg_out[i] = 0.0
     Av0_out[i] = 0.0
+    Adv_out[i] = 0.0
 
 
 @wp.kernel
@@ -896,7 +900,8 @@ class SapSolver:
         )  # fmt: skip
         if ndof == 0:
             return self.v
-        wp.launch(begin_velocities, dim=ndof, inputs=[v0], outputs=[self.v, self.jtg, self.Av0], device=dev)
+        wp.launch(begin_velocities, dim=ndof, inputs=[v0], outputs=[self.v, self.jtg, self.Av0, self.Adv],
+                  device=dev)  # fmt: skip
         args = {"A_rows": A_rows, "tree_blocks": tree_blocks, "v_ref": v_ref, "tau": tau, "dt": dt}
         wp.capture_if(self.any_active, self._evaluate, warm_start=True, **args)
         if not momentum:
@@ -1007,7 +1012,7 @@ class SapSolver:
                               CG_LOOSEST_TOLERANCE, self.world_forcing)  # fmt: skip
         if o.stiction_prediction:
             self._predict_stiction(A_rows, tree_blocks)
-        self._matvec(A_rows, self.dv, self.Adv)
+        self._matvec(A_rows, self.dv, self.Adv, zeroed=True)  # zeroed by begin_velocities, then by line_search
         wp.launch(
             line_dots,
             dim=ndof,
@@ -1030,9 +1035,9 @@ class SapSolver:
             inputs=[T.world_dof_start, int(o.line_search == "exact"), self.world_active, self.world_predicted,
                     self.world_slope, self.world_forcing, self.world_line, self.world_row_slopes,
                     self.world_constraint_start, self.world_live_count, self.live_rows, self.c_kind, self.c_vc,
-                    self.c_dvc, self.c_vhat, self.c_R, self.c_param, self.dv, self.Adv],
-            outputs=[self.v, self.Ae, self.world_cost, self.world_norms, self.world_cost_stalled, self.world_alpha,
-                     self.world_plain_newton],
+                    self.c_dvc, self.c_vhat, self.c_R, self.c_param, self.dv],
+            outputs=[self.Adv, self.v, self.Ae, self.world_cost, self.world_norms, self.world_cost_stalled,
+                     self.world_alpha, self.world_plain_newton],
             device=dev,
         )  # fmt: skip
 
