@@ -866,11 +866,10 @@ class SapSolver:
             device=dev,
         )
 
-    def _matvec(self, A_rows, x, y, zeroed: bool = False) -> None:
-        """``y = A x`` (sparse rows; ``zeroed``: y is already zero)."""
+    def _matvec(self, A_rows, x, y) -> None:
+        """``y += A x`` (sparse rows) into a ``y`` its caller has zeroed: ``A v0`` and ``A Δv`` start at zero in
+        ``begin_velocities``, and ``line_search`` zeroes ``A Δv`` again after each use."""
         T = self.T
-        if not zeroed:
-            y.zero_()
         wp.launch(
             sparse_matvec, dim=self.topo.dof_count, inputs=[T.dof_parent, T.dof_depth, T.dof_row_start, A_rows, x],
             outputs=[y], device=self.device,
@@ -982,7 +981,7 @@ class SapSolver:
             device=dev,
         )  # fmt: skip
         if warm_start:
-            self._matvec(A_rows, self.v, self.Av0, zeroed=True)
+            self._matvec(A_rows, self.v, self.Av0)
         wp.launch(
             gradient,
             dim=ndof,
@@ -1012,7 +1011,7 @@ class SapSolver:
                               CG_LOOSEST_TOLERANCE, self.world_forcing)  # fmt: skip
         if o.stiction_prediction:
             self._predict_stiction(A_rows, tree_blocks)
-        self._matvec(A_rows, self.dv, self.Adv, zeroed=True)  # zeroed by begin_velocities, then by line_search
+        self._matvec(A_rows, self.dv, self.Adv)
         wp.launch(
             line_dots,
             dim=ndof,
