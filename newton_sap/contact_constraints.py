@@ -4,9 +4,10 @@ Per contact slot ``slot < rigid_contact_count`` (a thread takes a run of slots):
 
 * bodies and world from the two shapes (``shape_body``; -1 or a static body: no dofs); a contact whose
   shape indices are not both in ``[0, shape_count)`` (a ``Contacts`` of another model) is skipped;
-* the signed distance ``φ0 = n·(p1 − p0) − (r0 + r1)`` [m] between the shapes' surfaces, from the
-  body-frame points, the normal (shape 0 → shape 1) and the effective radii (Newton's
-  ``rigid_contact_margin`` less the artificial ``shape_margin``); contacts inside the detection gap
+* the signed distance ``φ0 = n·(p1 − p0) − (r0 + r1)`` [m] between the shapes' contact surfaces, from
+  the body-frame points, the normal (shape 0 → shape 1) and Newton's ``rigid_contact_margin0/1``
+  (effective radius plus the shape's ``margin``: as in Newton's other solvers, a margin offsets the
+  surface outward, so shapes rest ``margin_0 + margin_1`` apart); contacts inside the detection gap
   (φ0 > 0) are kept;
 * the contact frame ``R_WC = [t1 t2 n]`` and point ``p`` (midway between the two surfaces);
 * the Jacobian ``v_c = R_WCᵀ (v_1(p) − v_0(p))`` as sparse entries (dof, 3-vector): for each dof k on
@@ -58,7 +59,6 @@ def pair_parameters(
 def contact_rows(
     # model
     shape_body: wp.array(dtype=wp.int32),
-    shape_margin: wp.array(dtype=float),
     shape_ke: wp.array(dtype=float),
     shape_kd: wp.array(dtype=float),
     shape_mu: wp.array(dtype=float),
@@ -136,8 +136,8 @@ def contact_rows(
             continue  # both sides immovable
 
         n = wp.normalize(contact_normal[c])
-        r0 = contact_margin0[c] - shape_margin[s0]
-        r1 = contact_margin1[c] - shape_margin[s1]
+        r0 = contact_margin0[c]
+        r1 = contact_margin1[c]
         p0 = wp.transform_point(X0, contact_point0[c])
         p1 = wp.transform_point(X1, contact_point1[c])
         phi0 = wp.dot(n, p1 - p0) - (r0 + r1)
@@ -146,7 +146,7 @@ def contact_rows(
         R_CW = wp.transpose(R_WC)
 
         # Jacobian entries along both chains, and the Delassus estimate from diag(A)
-        e, w = chain_rows(c, d1, d0, R_CW, p, 0, tree_ref, dof_tree, dof_parent, dof_S_tree, A_inv_diag,
+        e, w_norm = chain_rows(c, d1, d0, R_CW, p, 0, tree_ref, dof_tree, dof_parent, dof_S_tree, A_inv_diag,
                           c_dof_out, c_J_out)  # fmt: skip
 
         k_pair, tau, mu = pair_parameters(
@@ -155,7 +155,7 @@ def contact_rows(
         c_world_out[c] = world
         c_kind_out[c] = CONTACT
         c_frame_out[c] = R_WC
-        c_R_out[c] = contact_compliance(k_pair, tau, dt, beta, sigma, w)
+        c_R_out[c] = contact_compliance(k_pair, tau, dt, beta, sigma, w_norm / 3.0)
         c_vhat_out[c] = contact_bias_velocity(phi0, dt, tau)
         c_param_out[c] = mu
         c_phi_out[c] = phi0

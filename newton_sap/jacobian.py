@@ -79,11 +79,11 @@ def chain_rows(
     c_J: wp.array2d(dtype=wp.vec3),
 ):
     """Jacobian entries ``± rows · (point velocity at p)`` (or ``± rows · ω``) along the child (+) and
-    parent (−) dof chains, each up to (without) their common ancestor; returns the entry count and the
-    Delassus estimate ``w = ‖W‖_F / 3`` of ``W = Σ_k J_k J_kᵀ / A_kk`` (symmetric: its diagonal and upper
-    entries are summed; 0 when no dof moves the rows). ``dof_S_tree`` holds the motion columns about each tree's point
-    ``tree_ref`` (``S̄_k = [ω_k; v̄_k]``), so the point velocity is ``v̄_k + ω_k × (p − r)``: one lever arm
-    per walk, no body pose per dof."""
+    parent (−) dof chains, each up to (without) their common ancestor; returns the entry count and
+    ``‖W‖_F`` of ``W = Σ_k J_k J_kᵀ / A_kk`` (symmetric: its diagonal and upper entries are summed; 0 when no
+    dof moves the rows): the Delassus estimate of SAP.md §4 is ``w = ‖W‖_F / (rows in use)``.
+    ``dof_S_tree`` holds the motion columns about each tree's point ``tree_ref`` (``S̄_k = [ω_k; v̄_k]``),
+    so the point velocity is ``v̄_k + ω_k × (p − r)``: one lever arm per walk, no body pose per dof."""
     W_diag = wp.vec3(0.0)
     W_upper = wp.vec3(0.0)  # W_01, W_02, W_12
     shared = common_ancestor(d_child, d_parent, dof_tree, dof_parent)
@@ -110,4 +110,4 @@ def chain_rows(
             W_upper += wp.vec3(Jk[0] * Jk_scaled[1], Jk[0] * Jk_scaled[2], Jk[1] * Jk_scaled[2])
             e += 1
             k = dof_parent[k]
-    return e, wp.sqrt(wp.dot(W_diag, W_diag) + 2.0 * wp.dot(W_upper, W_upper)) / 3.0
+    return e, wp.sqrt(wp.dot(W_diag, W_diag) + 2.0 * wp.dot(W_upper, W_upper))

@@ -9,8 +9,9 @@ A loop joint pins frame F on the parent (``X_WP · joint_X_p``) to frame M on th
   of ``R_WM R_WFᵀ`` [rad]; REVOLUTE rows ``u_k·(ω_C − ω_P)`` for the two directions u_k normal to
   the hinge axis, violation ``u_k·(a_F × a_M)`` (axes in world; the third row is unused); BALL: none.
 
-Rows are rigid (near-rigid rule, β = 0.1, τ = Δt: ``bilateral.py``) with ``w = ‖Σ J_k J_kᵀ / A_kk‖_F / 3``
-per slot; a slot no dof can move (w ≈ 0) stays inactive.
+Rows are rigid (near-rigid rule, β = 0.1, τ = Δt: ``bilateral.py``) with ``w = ‖Σ J_k J_kᵀ / A_kk‖_F / n``
+per slot of n rows in use (3; 2 for the revolute's orientation); a slot no dof can move (w ≈ 0) stays
+inactive.
 """
 
 import warp as wp
@@ -130,15 +131,17 @@ def loop_rows(
     p_M = wp.transform_get_translation(X_WM)
     p = 0.5 * (p_F + p_M)
     eye = wp.identity(n=3, dtype=float)
-    nnz, w = chain_rows(slot, d_child, d_parent, eye, p, 0, tree_ref, dof_tree, dof_parent, dof_S_tree, A_inv_diag,
+    nnz, w_norm = chain_rows(slot, d_child, d_parent, eye, p, 0, tree_ref, dof_tree, dof_parent, dof_S_tree, A_inv_diag,
                         c_dof, c_J)  # fmt: skip
-    write_slot(slot, world, nnz, w, p_M - p_F, wp.vec3(1.0), dt, c_world, c_kind, c_R, c_vhat, c_param, c_nnz)
+    write_slot(
+        slot, world, nnz, w_norm / 3.0, p_M - p_F, wp.vec3(1.0), dt, c_world, c_kind, c_R, c_vhat, c_param, c_nnz
+    )
     jtype = joint_type[j]
     if jtype == JOINT_FIXED:
         q_err = wp.transform_get_rotation(X_WM) * wp.quat_inverse(wp.transform_get_rotation(X_WF))
-        nnz, w = chain_rows(slot + 1, d_child, d_parent, eye, p, 1, tree_ref, dof_tree, dof_parent, dof_S_tree,
+        nnz, w_norm = chain_rows(slot + 1, d_child, d_parent, eye, p, 1, tree_ref, dof_tree, dof_parent, dof_S_tree,
                             A_inv_diag, c_dof, c_J)  # fmt: skip
-        write_slot(slot + 1, world, nnz, w, rotation_vector(q_err), wp.vec3(1.0), dt,
+        write_slot(slot + 1, world, nnz, w_norm / 3.0, rotation_vector(q_err), wp.vec3(1.0), dt,
                    c_world, c_kind, c_R, c_vhat, c_param, c_nnz)  # fmt: skip
     elif jtype == JOINT_REVOLUTE:
         axis = joint_axis[joint_qd_start[j]]
@@ -148,8 +151,9 @@ def loop_rows(
         u1 = wp.vec3(frame[0, 0], frame[1, 0], frame[2, 0])
         u2 = wp.vec3(frame[0, 1], frame[1, 1], frame[2, 1])
         rows = wp.matrix_from_rows(u1, u2, wp.vec3(0.0))
-        nnz, w = chain_rows(slot + 1, d_child, d_parent, rows, p, 1, tree_ref, dof_tree, dof_parent, dof_S_tree,
+        nnz, w_norm = chain_rows(slot + 1, d_child, d_parent, rows, p, 1, tree_ref, dof_tree, dof_parent, dof_S_tree,
                             A_inv_diag, c_dof, c_J)  # fmt: skip
         tilt = wp.cross(a_F, a_M)
-        write_slot(slot + 1, world, nnz, w, wp.vec3(wp.dot(u1, tilt), wp.dot(u2, tilt), 0.0), wp.vec3(1.0, 1.0, 0.0),
-                   dt, c_world, c_kind, c_R, c_vhat, c_param, c_nnz)  # fmt: skip
+        violation = wp.vec3(wp.dot(u1, tilt), wp.dot(u2, tilt), 0.0)
+        write_slot(slot + 1, world, nnz, w_norm / 2.0, violation, wp.vec3(1.0, 1.0, 0.0), dt,
+                   c_world, c_kind, c_R, c_vhat, c_param, c_nnz)  # fmt: skip

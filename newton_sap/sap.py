@@ -806,7 +806,7 @@ class SapSolver:
                 contact_rows,
                 dim=-(-n_contacts // self.slots_per_thread),
                 inputs=[
-                    model.shape_body, model.shape_margin, model.shape_material_ke, model.shape_material_kd,
+                    model.shape_body, model.shape_material_ke, model.shape_material_kd,
                     model.shape_material_mu, T.body_tree, T.body_world, T.body_last_dof, T.dof_parent, T.dof_tree,
                     self.slots_per_thread, n_contacts, stiffness, dissipation, o.near_rigid_threshold,
                     o.friction_regularization, dt,

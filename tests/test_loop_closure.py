@@ -99,3 +99,36 @@ def test_weld_closure_holds_a_free_body_in_place():
     end = s0.body_q.numpy()[0]
     assert np.abs(end[:3] - start[:3]).max() < 1e-4
     assert np.abs(quat_to_matrix(end[3:]) - quat_to_matrix(start[3:])).max() < 1e-4
+
+
+def test_revolute_closure_orientation_rows_use_their_two_row_delassus_estimate():
+    """A body on a BALL joint (and one welded to it), closed by a REVOLUTE loop joint about the same point: only the two
+    orientation rows normal to the hinge act, with ``R = β² w / (4π²)`` (β = 0.1) and the Delassus estimate
+    of SAP.md §4 over the rows in use, ``w = ‖Σ_k J_k J_kᵀ / A_kk‖_F / 2`` (from the snapshot's J and A)."""
+    b = newton.ModelBuilder(gravity=(0.0, 0.0, -9.81))
+    link = b.add_link(mass=1.0, com=wp.vec3(0.2, 0.05, 0.0), inertia=wp.mat33(0.01, 0, 0, 0, 0.02, 0, 0, 0, 0.03))
+    pivot = wp.transform((0.0, 0.0, 1.0), wp.quat_identity())
+    tip = b.add_link(mass=0.5, com=wp.vec3(0.1, 0.0, 0.0), inertia=wp.mat33(0.01, 0, 0, 0, 0.01, 0, 0, 0, 0.01))
+    b.add_articulation([b.add_joint_ball(-1, link, parent_xform=pivot), b.add_joint_fixed(link, tip)])
+    b.add_joint_revolute(-1, tip, axis=(0.0, 1.0, 0.0), parent_xform=pivot, label="closure")
+    b.add_ground_plane()  # a shape, for the (empty) contacts that make the snapshot hold the constraints
+    model = b.finalize()
+    solver = newton_sap.SolverSAP(model)
+    state = model.state()
+    newton.eval_fk(model, state.joint_q, state.joint_qd, state)
+    pipeline = newton.CollisionPipeline(model)
+    contacts = pipeline.contacts()
+    pipeline.collide(state, contacts)
+    snap = solver.snapshot(state, dt=0.01, contacts=contacts)
+    J = snap.constraint_jacobian[0]
+    active = [r for r in range(0, J.shape[0], 3) if np.abs(J[r : r + 3]).max() > 1e-6]
+    assert len(active) == 1  # the point rows are kept by the ball joint: no dof moves them
+    rows = J[active[0] : active[0] + 2]
+    W = (rows / np.diag(snap.mass_matrix[0])) @ rows.T
+    expected = 0.01 * np.linalg.norm(W) / 2.0 / (4.0 * np.pi**2)
+    sap = solver._sap
+    used = sap.used_slots.numpy()[: sap.used_count.numpy()[0]]
+    R = sap.c_R.numpy()[used]
+    tilt = R[(R[:, 2] == 1.0) & (R[:, 0] != 1.0)]
+    assert len(tilt) == 1
+    assert tilt[0, :2] == pytest.approx([expected, expected], rel=1e-5)

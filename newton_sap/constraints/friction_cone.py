@@ -45,8 +45,17 @@ def contact_compliance(stiffness: float, dissipation_time: float, dt: float, bet
 
 @wp.func
 def contact_bias_velocity(phi0: float, dt: float, dissipation_time: float):
-    """Bias velocity ``v̂ = (0, 0, −φ0 / (Δt + τ_d))`` [m/s] of a contact with signed distance φ0 [m]."""
-    return wp.vec3(0.0, 0.0, -phi0 / (dt + dissipation_time))
+    """Bias velocity ``v̂ = (0, 0, v̂_n)`` [m/s] of a contact with signed distance φ0 [m].
+
+    In penetration (φ0 ≤ 0) ``v̂_n = −φ0 / (Δt + τ_d)`` (SAP.md §3): the normal impulse is
+    ``Δt (−k φ − k τ_d v_n)₊`` with ``φ = φ0 + Δt v_n``. In the detection gap (φ0 > 0) ``v̂_n = −φ0 / Δt``:
+    the impulse starts only once the step closes the linearized gap (``φ < 0``); with τ_d there the
+    dissipation term would brake an approaching body while it is still ``τ_d |v_n|`` away, so that it
+    settled onto the surface exponentially instead of landing. Continuous at φ0 = 0."""
+    time = dt + dissipation_time
+    if phi0 > 0.0:
+        time = dt
+    return wp.vec3(0.0, 0.0, -phi0 / time)
 
 
 @wp.func
