@@ -40,8 +40,10 @@ class SolverStats:
     Attributes:
         iterations: Newton iterations of the SAP solve (0: a world without constraints in the v* mode,
             or one whose warm start ``v0`` already passes the first check, e.g. at rest).
-        residual: Last scaled optimality residual ``‖D ∇ℓ‖`` of the SAP solve.
-        converged: False where the world failed (non-finite state or result) or did not converge.
+        residual: Last scaled optimality residual ``‖D ∇ℓ‖`` [√kg·m/s] of the SAP solve.
+        converged: False where the world failed (non-finite state or result) or did not converge. True
+            where the optimality criterion held, or where Newton's method stopped gaining at the float32
+            floor (see ``SapOptions.rel_tolerance``; ``residual`` says where).
         failed: True where the world produced a non-finite velocity; other worlds are unaffected.
         num_contacts: Contacts of the world that entered the SAP problem.
         num_constraints: All constraints of the world in the SAP problem (contacts, drives, limits,
@@ -89,7 +91,7 @@ class SolverSAP(newton.solvers.SolverBase):
 
     def __init__(self, model: newton.Model, **options):
         super().__init__(model)
-        self.options = SapOptions(**options).for_device(model.device)
+        self.options = SapOptions.from_keywords(options).for_device(model.device)
         self._build()
 
     # ------------------------------------------------------------------ set-up
@@ -228,8 +230,9 @@ class SolverSAP(newton.solvers.SolverBase):
         full, dropped = (int(x) for x in self._contact_overflow.numpy())
         if full:
             warnings.warn(
-                f"contact buffer full ({contacts.rigid_contact_max} slots): at least {dropped} contacts dropped; "
-                "give the CollisionPipeline a larger rigid_contact_max",
+                f"contact buffer full ({contacts.rigid_contact_max} slots): "
+                + (f"at least {dropped} contacts dropped" if dropped else "contacts may be missing")
+                + "; give the CollisionPipeline a larger rigid_contact_max",
                 RuntimeWarning,
                 stacklevel=warn_stacklevel,
             )

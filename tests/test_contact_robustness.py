@@ -42,8 +42,15 @@ def test_bad_material_stiffness_names_the_shape_when_materials_are_used(ke):
      {"momentum_mode": "yes"}, {"stiction_prediction": 1}],
 )  # fmt: skip
 def test_bad_options_are_refused(bad):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=next(iter(bad))):
         newton_sap.SolverSAP(box_on_ground(), **bad)
+
+
+def test_a_misspelt_option_is_named_with_its_closest_option():
+    with pytest.raises(
+        TypeError, match="unknown SolverSAP option 'contact_stifness' \\(did you mean 'contact_stiffness'"
+    ):
+        newton_sap.SolverSAP(box_on_ground(), contact_stifness=1e5)
 
 
 def test_full_contact_buffer_is_reported():

@@ -37,10 +37,24 @@ def cost_slope(snap, v, d):
     return (v - v_star) @ M @ d - np.sum(gamma * d_c)
 
 
-# landing, sliding and spinning boxes whose first step length is not Newton's α = 1 (0.72, 1.0013, 1.0039)
-@pytest.mark.parametrize(
-    "qd0", [[-0.7, -0.1, 0.8, 4.5, -3.8, 4.5], [1.3, 0.8, 0.3, -0.9, 4.4, 5.9], [-1.3, 0.4, 0.4, 2.1, -3.6, -2.0]]
-)
+def cost(snap, v):
+    """``ℓ(v) = ½ (v − v*)ᵀ M (v − v*) + Σ ½ γᵀ R γ`` [J] (world 0, v* mode)."""
+    M, v_star, J = snap.mass_matrix[0], snap.v_star[0], snap.contact_jacobian[0]
+    v_c = (J @ v).reshape(-1, 3)
+    R, v_hat, mu = snap.contact_compliance[0], snap.contact_bias_velocity[0], snap.contact_friction[0]
+    gamma = np.array([friction_cone_impulse(v_c[k], v_hat[k], R[k], mu[k]) for k in range(len(mu))])
+    return 0.5 * (v - v_star) @ M @ (v - v_star) + 0.5 * np.sum(gamma * gamma * R)
+
+
+# landing, sliding and spinning boxes whose first exact step length is not Newton's α = 1 (0.72, 1.0013, 1.0039)
+STEPS_NOT_AT_ALPHA_ONE = [
+    [-0.7, -0.1, 0.8, 4.5, -3.8, 4.5],
+    [1.3, 0.8, 0.3, -0.9, 4.4, 5.9],
+    [-1.3, 0.4, 0.4, 2.1, -3.6, -2.0],
+]
+
+
+@pytest.mark.parametrize("qd0", STEPS_NOT_AT_ALPHA_ONE)
 def test_exact_line_search_stops_at_the_minimum_along_its_direction(qd0):
     run = Run(box_on_ground(mu=0.5), qd0=qd0, max_iterations=1, stiction_prediction=False)
     run.s0.joint_q.assign(run.s0.joint_q.numpy() - np.array([0, 0, 0.003, 0, 0, 0, 0], np.float32))  # overlap
@@ -54,6 +68,40 @@ def test_exact_line_search_stops_at_the_minimum_along_its_direction(qd0):
     slope_end = cost_slope(snap, snap.velocity[0], d)
     assert slope_start < 0.0  # a descent direction
     assert abs(slope_end) < 1e-5 * abs(slope_start)
+
+
+def box_step(qd0):
+    run = Run(box_on_ground(mu=0.5), qd0=qd0, max_iterations=1, stiction_prediction=False, line_search="backtracking")
+    run.s0.joint_q.assign(run.s0.joint_q.numpy() - np.array([0, 0, 0.003, 0, 0, 0, 0], np.float32))  # overlap
+    return run
+
+
+def landing_pile_step():
+    """Four spheres landing in a bin, one Newton iteration per step: the seventh step's first trials fail."""
+    run = Run(sphere_bin(4), max_iterations=1, stiction_prediction=False, line_search="backtracking")
+    run.step(0.01, 6)
+    return run
+
+
+@pytest.mark.parametrize("prepare", [*(lambda q=q: box_step(q) for q in STEPS_NOT_AT_ALPHA_ONE), landing_pile_step])
+def test_backtracking_takes_the_first_armijo_step_of_its_sequence(prepare):
+    """``line_search="backtracking"``: the step length is the first of ``1/ρ, 1, ρ, ρ², …`` (ρ = 0.8) with
+    ``ℓ(v0 + α Δv) ≤ ℓ(v0) + c α dℓ/dα(0)`` (c = 1e-4), by the independent cost (the trial before fails it)."""
+    run = prepare()
+    run.pipeline.collide(run.s0, run.contacts)
+    snap = run.solver.snapshot(run.s0, dt=0.01, contacts=run.contacts)
+    assert run.solver.stats.iterations[0] == 1
+    alpha = float(run.solver._sap.world_alpha.numpy()[0])
+    trials = 1.25 * 0.8 ** np.arange(20)
+    k = int(np.argmin(np.abs(trials - alpha)))
+    assert alpha == pytest.approx(trials[k], rel=1e-6)
+    v0 = run.s0.joint_qd.numpy().astype(np.float64)
+    d = snap.velocity[0] - v0  # α Δv
+    armijo = 1e-4 * cost_slope(snap, v0, d)
+    assert cost(snap, v0 + d) <= cost(snap, v0) + armijo
+    if k > 0:  # the trial before was rejected
+        assert cost(snap, v0 + d / 0.8) > cost(snap, v0) + armijo / 0.8
+    assert k > 0 or prepare is not landing_pile_step  # the pile's step tries more than one length
 
 
 def test_rows_without_impulse_along_a_segment_follow_it_exactly():
