@@ -97,6 +97,12 @@ def parse_args(argv):
             parser.error("give --steps or --seconds, not both")
     if args.command in ("demo", "run") and (why := viewer_unavailable(args.viewer)):
         parser.error(why)
+    if args.command in ("demo", "run") and args.device is not None:
+        try:
+            wp.get_device(args.device)
+        except (ValueError, RuntimeError):
+            available = ", ".join(device.alias for device in wp.get_devices())
+            parser.error(f"device {args.device!r} is not available here; available: {available}")
     return args
 
 

@@ -61,6 +61,7 @@ def run_scene(scene_name: str, worlds: int, steps: int | None, seconds: float | 
     newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)
     e0 = mechanical_energy(model, s0)
     iterations, converged, num_contacts = [], [], []
+    failed_worlds, buffer_full_steps, dropped_max = None, None, None
     conservative = not scene.contacts and scene.targets is None
     labels = [label.rsplit("/", 1)[-1] for label in model.body_label]
     body = 0 if scene.traced_body is None else labels.index(scene.traced_body)
@@ -127,6 +128,9 @@ def run_scene(scene_name: str, worlds: int, steps: int | None, seconds: float | 
                 series["iterations_mean"].append(float(stats.iterations.mean()))
                 series["iterations_max"].append(int(stats.iterations.max()))
                 series["contacts"].append(float(stats.num_contacts.mean()))
+                failed_worlds = int(np.count_nonzero(stats.failed))
+                buffer_full_steps = (buffer_full_steps or 0) + int(stats.contact_buffer_full)
+                dropped_max = max(dropped_max or 0, int(stats.contacts_dropped))
             series["time"].append(done * dt)
             if conservative:
                 series["value"].append(float(mechanical_energy(model, s0)[0]))
@@ -169,6 +173,9 @@ def run_scene(scene_name: str, worlds: int, steps: int | None, seconds: float | 
         "newton_iterations_max": int(np.max(iterations)) if iterations else None,
         "converged_fraction": float(np.mean(converged)) if converged else None,
         "contacts_per_world_mean": float(np.mean(num_contacts)) if num_contacts else None,
+        "contact_buffer_full_steps": buffer_full_steps,
+        "contacts_dropped_max": dropped_max,
+        "failed_worlds": failed_worlds,
         "max_penetration_m": penetration,
         "energy_drift_max": energy_drift,
         "finite": bool(np.all(np.isfinite(q)) and np.all(np.isfinite(s0.joint_qd.numpy()))),

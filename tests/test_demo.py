@@ -96,11 +96,13 @@ def test_cli_lists_the_scenes(capsys):
 @pytest.mark.parametrize(
     "bad",
     [["--worlds", "0"], ["--dt", "-1e-3"], ["--seconds", "0"], ["--dt", "inf"], ["--seconds", "inf"],
-     ["--dt", "nan"], ["run", "nope"], ["run", "ant", "--solver", "x"], ["run", "ant", "--out", "/proc/forbidden"]],
+     ["--dt", "nan"], ["run", "nope"], ["run", "ant", "--solver", "x"], ["run", "ant", "--out", "/proc/forbidden"],
+     ["--device", "bogus"], ["run", "ant", "--device", "cuda:99"]],
 )  # fmt: skip
-def test_cli_refuses_bad_input_before_any_work(bad):
+def test_cli_refuses_bad_input_before_any_work(bad, capsys):
     with pytest.raises(SystemExit):
         parse_args(bad)
+    assert "error:" in capsys.readouterr().err  # argparse's one-line message, no traceback
 
 
 def test_energy_diagnostic_closed_form():
