@@ -40,8 +40,9 @@ def mechanical_energy(model: newton.Model, state: newton.State) -> np.ndarray:
 
 
 def max_penetration(model: newton.Model, state: newton.State, contacts) -> float:
-    """Deepest penetration [m] (≥ 0) among ``contacts`` collided at ``state``: the largest
-    ``−φ0`` with ``φ0 = n·(p1 − p0) − (r0 + r1)`` (effective radii without the artificial margin)."""
+    """Deepest penetration [m] (≥ 0) of the shapes' geometry among ``contacts`` collided at ``state``: the
+    largest ``−φ0`` with ``φ0 = n·(p1 − p0) − (r0 + r1)`` and the effective radii without the shapes'
+    ``margin`` (the solvers rest shapes ``margin_0 + margin_1`` apart; the benchmark scenes have none)."""
     count = int(contacts.rigid_contact_count.numpy()[0])
     if count == 0:
         return 0.0
