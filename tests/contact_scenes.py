@@ -17,6 +17,12 @@ def with_material(builder: newton.ModelBuilder, mu: float) -> newton.ModelBuilde
     return cfg
 
 
+def incline_gravity(theta_deg):
+    """Gravity tilted by θ in the x-z plane: a flat ground becomes an incline going down along +x."""
+    t = np.radians(theta_deg)
+    return (G * np.sin(t), 0.0, -G * np.cos(t))
+
+
 def sphere_on_ground(radius=0.1, mass=1.0, height=0.12, mu=0.5, gravity=(0.0, 0.0, -G)):
     """A solid sphere (free joint) above a ground plane."""
     b = newton.ModelBuilder(gravity=gravity)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import warp as wp
 
-from contact_scenes import G, Run, box_on_ground, sphere_on_ground
+from contact_scenes import G, Run, box_on_ground, incline_gravity, sphere_on_ground
 
 
 def test_resting_sphere_penetrates_by_mg_over_k():
@@ -29,12 +29,6 @@ def test_sliding_box_stops_at_the_coulomb_distance():
     assert abs(run.qd[0]) < 1e-3
     assert abs((run.q[0] - x0) - expected) < 0.03 * expected
     assert np.all(run.converged)
-
-
-def incline_gravity(theta_deg):
-    """Gravity tilted by θ in the x-z plane: a flat ground becomes an incline going down along +x."""
-    t = np.radians(theta_deg)
-    return (G * np.sin(t), 0.0, -G * np.cos(t))
 
 
 def test_box_sticks_on_a_20_degree_incline_with_mu_half():
