@@ -147,7 +147,7 @@ def contact_rows(
 
         # Jacobian entries along both chains, and the Delassus estimate from diag(A)
         e, w_norm = chain_rows(c, d1, d0, R_CW, p, 0, tree_ref, dof_tree, dof_parent, dof_S_tree, A_inv_diag,
-                          c_dof_out, c_J_out)  # fmt: skip
+                               c_dof_out, c_J_out)  # fmt: skip
 
         k_pair, tau, mu = pair_parameters(
             s0, s1, shape_ke, shape_kd, shape_mu, stiffness_override, dissipation_override

@@ -131,8 +131,8 @@ def loop_rows(
     p_M = wp.transform_get_translation(X_WM)
     p = 0.5 * (p_F + p_M)
     eye = wp.identity(n=3, dtype=float)
-    nnz, w_norm = chain_rows(slot, d_child, d_parent, eye, p, 0, tree_ref, dof_tree, dof_parent, dof_S_tree, A_inv_diag,
-                        c_dof, c_J)  # fmt: skip
+    nnz, w_norm = chain_rows(slot, d_child, d_parent, eye, p, 0, tree_ref, dof_tree, dof_parent, dof_S_tree,
+                             A_inv_diag, c_dof, c_J)  # fmt: skip
     write_slot(
         slot, world, nnz, w_norm / 3.0, p_M - p_F, wp.vec3(1.0), dt, c_world, c_kind, c_R, c_vhat, c_param, c_nnz
     )
@@ -140,7 +140,7 @@ def loop_rows(
     if jtype == JOINT_FIXED:
         q_err = wp.transform_get_rotation(X_WM) * wp.quat_inverse(wp.transform_get_rotation(X_WF))
         nnz, w_norm = chain_rows(slot + 1, d_child, d_parent, eye, p, 1, tree_ref, dof_tree, dof_parent, dof_S_tree,
-                            A_inv_diag, c_dof, c_J)  # fmt: skip
+                                 A_inv_diag, c_dof, c_J)  # fmt: skip
         write_slot(slot + 1, world, nnz, w_norm / 3.0, rotation_vector(q_err), wp.vec3(1.0), dt,
                    c_world, c_kind, c_R, c_vhat, c_param, c_nnz)  # fmt: skip
     elif jtype == JOINT_REVOLUTE:
@@ -152,7 +152,7 @@ def loop_rows(
         u2 = wp.vec3(frame[0, 1], frame[1, 1], frame[2, 1])
         rows = wp.matrix_from_rows(u1, u2, wp.vec3(0.0))
         nnz, w_norm = chain_rows(slot + 1, d_child, d_parent, rows, p, 1, tree_ref, dof_tree, dof_parent, dof_S_tree,
-                            A_inv_diag, c_dof, c_J)  # fmt: skip
+                                 A_inv_diag, c_dof, c_J)  # fmt: skip
         tilt = wp.cross(a_F, a_M)
         violation = wp.vec3(wp.dot(u1, tilt), wp.dot(u2, tilt), 0.0)
         write_slot(slot + 1, world, nnz, w_norm / 2.0, violation, wp.vec3(1.0, 1.0, 0.0), dt,

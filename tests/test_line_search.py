@@ -28,22 +28,23 @@ def friction_cone_impulse(v_c, v_hat, R, mu, eps=1.0e-7):
     return np.array([mu * gamma_n * y[0] / y_r, mu * gamma_n * y[1] / y_r, gamma_n])
 
 
+def contact_impulses(snap, v):
+    """γ [N·s] of world 0's contacts at ``v`` (one row per contact), by the independent projection."""
+    v_c = (snap.contact_jacobian[0] @ v).reshape(-1, 3)
+    R, v_hat, mu = snap.contact_compliance[0], snap.contact_bias_velocity[0], snap.contact_friction[0]
+    return np.array([friction_cone_impulse(v_c[k], v_hat[k], R[k], mu[k]) for k in range(len(mu))])
+
+
 def cost_slope(snap, v, d):
     """``dℓ/ds`` along ``v + s d`` at s = 0 (world 0, v* mode)."""
-    M, v_star, J = snap.mass_matrix[0], snap.v_star[0], snap.contact_jacobian[0]
-    v_c, d_c = (J @ v).reshape(-1, 3), (J @ d).reshape(-1, 3)
-    R, v_hat, mu = snap.contact_compliance[0], snap.contact_bias_velocity[0], snap.contact_friction[0]
-    gamma = np.array([friction_cone_impulse(v_c[k], v_hat[k], R[k], mu[k]) for k in range(len(mu))])
-    return (v - v_star) @ M @ d - np.sum(gamma * d_c)
+    d_c = (snap.contact_jacobian[0] @ d).reshape(-1, 3)
+    return (v - snap.v_star[0]) @ snap.mass_matrix[0] @ d - np.sum(contact_impulses(snap, v) * d_c)
 
 
 def cost(snap, v):
     """``ℓ(v) = ½ (v − v*)ᵀ M (v − v*) + Σ ½ γᵀ R γ`` [J] (world 0, v* mode)."""
-    M, v_star, J = snap.mass_matrix[0], snap.v_star[0], snap.contact_jacobian[0]
-    v_c = (J @ v).reshape(-1, 3)
-    R, v_hat, mu = snap.contact_compliance[0], snap.contact_bias_velocity[0], snap.contact_friction[0]
-    gamma = np.array([friction_cone_impulse(v_c[k], v_hat[k], R[k], mu[k]) for k in range(len(mu))])
-    return 0.5 * (v - v_star) @ M @ (v - v_star) + 0.5 * np.sum(gamma * gamma * R)
+    e = v - snap.v_star[0]
+    return 0.5 * e @ snap.mass_matrix[0] @ e + 0.5 * np.sum(contact_impulses(snap, v) ** 2 * snap.contact_compliance[0])
 
 
 # landing, sliding and spinning boxes whose first exact step length is not Newton's α = 1 (0.72, 1.0013, 1.0039)
