@@ -15,14 +15,17 @@ Per contact slot ``slot < rigid_contact_count`` (a thread takes a run of slots):
   with ``S̄_k = [ω_k; v̄_k]`` about the tree's point r (``jacobian.chain_rows``);
 * the Delassus estimate ``w = ‖Σ_k J_k J_kᵀ / A_kk‖_F / 3`` [kg⁻¹], the compliance R (``w`` floored in
   ``contact_compliance``), the bias velocity v̂ and the friction coefficient μ from the pair's materials
-  (or the solver's overrides).
+  (or the solver's overrides);
+* with ``park = 1``, whether the contact is distant (``contact_is_distant`` at the step's start velocity
+  ``v0``): ``c_parked``, with ``v_c = J v0``, ``γ = 0`` and ``G = 0``; the solver leaves such rows out of the
+  Newton iterations and checks them at the solution (``sap.py``).
 """
 
 import warp as wp
 
 from .constraints.dispatch import CONTACT, thread_slots
-from .constraints.friction_cone import contact_bias_velocity, contact_compliance
-from .jacobian import chain_rows, tangent_frame
+from .constraints.friction_cone import contact_bias_velocity, contact_compliance, contact_is_distant
+from .jacobian import chain_rows, row_product, tangent_frame
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
@@ -67,6 +70,7 @@ def contact_rows(
     body_last_dof: wp.array(dtype=wp.int32),
     dof_parent: wp.array(dtype=wp.int32),
     dof_tree: wp.array(dtype=wp.int32),
+    gravity: wp.array(dtype=wp.vec3),
     # options
     slots_per_thread: int,
     slot_count: int,
@@ -75,6 +79,7 @@ def contact_rows(
     beta: float,
     sigma: float,
     dt: float,
+    park: int,
     # inputs
     contact_count: wp.array(dtype=wp.int32),
     contact_shape0: wp.array(dtype=wp.int32),
@@ -88,6 +93,7 @@ def contact_rows(
     tree_ref: wp.array(dtype=wp.vec3),
     dof_S_tree: wp.array(dtype=wp.spatial_vector),
     A_inv_diag: wp.array(dtype=float),
+    v0: wp.array(dtype=float),
     # outputs
     c_world_out: wp.array(dtype=wp.int32),
     c_kind_out: wp.array(dtype=wp.int32),
@@ -100,7 +106,12 @@ def contact_rows(
     c_nnz_out: wp.array(dtype=wp.int32),
     c_dof_out: wp.array2d(dtype=wp.int32),
     c_J_out: wp.array2d(dtype=wp.vec3),
+    c_parked_out: wp.array(dtype=wp.int32),
+    c_vc_out: wp.array(dtype=wp.vec3),
+    c_gamma_out: wp.array(dtype=wp.vec3),
+    c_G_out: wp.array(dtype=wp.mat33),
     world_contact_count: wp.array(dtype=wp.int32),
+    world_parked_count: wp.array(dtype=wp.int32),
 ):
     """The rows of the contacts in the slots of this thread (``thread_slots``; see the module doc);
     ``c_world_out = -1`` marks an unused slot."""
@@ -108,6 +119,7 @@ def contact_rows(
     for c in range(begin, end):
         c_world_out[c] = -1
         c_nnz_out[c] = 0
+        c_parked_out[c] = 0
         if c >= contact_count[0]:
             continue
         s0 = contact_shape0[c]
@@ -152,13 +164,23 @@ def contact_rows(
         k_pair, tau, mu = pair_parameters(
             s0, s1, shape_ke, shape_kd, shape_mu, stiffness_override, dissipation_override
         )
+        v_hat = contact_bias_velocity(phi0, dt, tau)
+        R = contact_compliance(k_pair, tau, dt, beta, sigma, w_norm / 3.0)
         c_world_out[c] = world
         c_kind_out[c] = CONTACT
         c_frame_out[c] = R_WC
-        c_R_out[c] = contact_compliance(k_pair, tau, dt, beta, sigma, w_norm / 3.0)
-        c_vhat_out[c] = contact_bias_velocity(phi0, dt, tau)
+        c_R_out[c] = R
+        c_vhat_out[c] = v_hat
         c_param_out[c] = mu
         c_phi_out[c] = phi0
         c_point_out[c] = p
         c_nnz_out[c] = e
+        if park == 1 and phi0 > 0.0:
+            v_c0 = row_product(c, c_nnz_out, c_dof_out, c_J_out, v0)
+            if contact_is_distant(phi0, v_c0, v_hat, R, mu, dt, dt * wp.length(gravity[world])) == 1:
+                c_parked_out[c] = 1
+                c_vc_out[c] = v_c0
+                c_gamma_out[c] = wp.vec3(0.0)
+                c_G_out[c] = wp.mat33(0.0)
+                wp.atomic_add(world_parked_count, world, 1)
         wp.atomic_add(world_contact_count, world, 1)

@@ -28,6 +28,13 @@ Each Newton iteration (all worlds at once; a converged world stops):
 4. ``line_search`` (``line_search.py``): exact (root of ``dℓ/dα`` on [0, α_max] by safeguarded Newton) or
    backtracking (Armijo), then ``v += α Δv``.
 
+Distant contacts (``park_distant_contacts``): contacts in the detection gap whose bodies are far from closing
+it in this step (``contact_is_distant`` at ``v0``) are *parked*: counted in ``num_contacts`` but left out of
+the row lists that the iterations sweep. After the loop, ``check_parked_contacts`` evaluates them at the
+solution; a world where one would carry an impulse has that row joined to its lists and is solved again
+from its ``v`` (``_retry``, a ``wp.capture_while`` of its own), so the answer is that of the full problem. A row
+joins at most once, so the retries end.
+
 The first check runs at the warm start ``v = v0``. In v* mode the free motion ``v*`` is formed only after
 it, in the worlds that read it (``select_free_motion_worlds``: those still iterating, whose ``v_ref`` it is,
 and those without constraints, whose answer it is); a world at rest never forms it.
@@ -48,6 +55,7 @@ import warp as wp
 
 from .block_cholesky import world_block_cholesky
 from .constraints.dispatch import constraint_impulse, slots_per_thread, thread_slots
+from .constraints.friction_cone import friction_cone_impulse
 from .contact_constraints import contact_rows
 from .factorization import solve_tree_systems, sparse_matvec, uses_tree_ldlt
 from .jacobian import row_product, second_walk
@@ -144,15 +152,22 @@ def init_worlds(
     world_cost_out: wp.array(dtype=float),
     iteration_count_out: wp.array(dtype=wp.int32),
     any_free_motion_out: wp.array(dtype=wp.int32),
+    world_iteration_offset_out: wp.array(dtype=wp.int32),
+    world_retry_out: wp.array(dtype=wp.int32),
+    any_retry_out: wp.array(dtype=wp.int32),
 ):
     """A world needs Newton iterations if it has dofs and constraints (v* mode) or dofs (momentum
     mode); otherwise its answer is ``v*`` with 0 iterations. ``any_active_out[0]`` (zeroed before)
     becomes 1 if some world iterates. Also starts the step's sums at zero (the warm start's norms and
-    cost; thread 0: the iteration count and the free-motion flag): memsets would be graph nodes."""
+    cost; thread 0: the iteration count and the free-motion and retry flags) and the parked contacts'
+    bookkeeping (no retry yet): memsets would be graph nodes."""
     w = wp.tid()
     if w == 0:
         iteration_count_out[0] = 0
         any_free_motion_out[0] = 0
+        any_retry_out[0] = 0
+    world_iteration_offset_out[w] = 0
+    world_retry_out[w] = 0
     world_norms_out[w] = wp.vec3(0.0)
     world_cost_out[w] = 0.0
     n = world_dof_start[w + 1] - world_dof_start[w]
@@ -193,18 +208,23 @@ def begin_velocities(
 
 @wp.kernel
 def reset_constraint_counts(
+    # inputs
+    reset_contacts: int,
     # outputs
     world_contact_count_out: wp.array(dtype=wp.int32),
+    world_parked_count_out: wp.array(dtype=wp.int32),
     world_constraint_count_out: wp.array(dtype=wp.int32),
     world_fill_out: wp.array(dtype=wp.int32),
     used_count_out: wp.array(dtype=wp.int32),
 ):
-    """Per world, the step's constraint counts at zero before the rows are built, counted and sorted
-    (thread 0: the used slots); one kernel instead of four memsets."""
+    """Per world, the step's constraint counts at zero before the rows are built (``reset_contacts = 1``: the
+    contacts too), counted and sorted (thread 0: the used slots); one kernel instead of four memsets."""
     w = wp.tid()
     if w == 0:
         used_count_out[0] = 0
-    world_contact_count_out[w] = 0
+    if reset_contacts == 1:
+        world_contact_count_out[w] = 0
+        world_parked_count_out[w] = 0
     world_constraint_count_out[w] = 0
     world_fill_out[w] = 0
 
@@ -251,17 +271,18 @@ def count_constraints(
     # inputs
     slots_per_thread: int,
     c_world: wp.array(dtype=wp.int32),
+    c_parked: wp.array(dtype=wp.int32),
     # outputs
     world_constraint_count_out: wp.array(dtype=wp.int32),
     slot_used_out: wp.array(dtype=wp.int32),
 ):
-    """Constraints per world (contacts, drives, limits: every used slot); flags the used slots. A thread
-    takes a run of slots (:func:`thread_slots`)."""
+    """Constraints per world in the Newton iterations (contacts, drives, limits: every slot in use but the
+    parked contacts); flags those slots. A thread takes a run of slots (:func:`thread_slots`)."""
     begin, end = thread_slots(wp.tid(), slots_per_thread, c_world.shape[0])
     for c in range(begin, end):
         w = c_world[c]
         slot_used_out[c] = 0
-        if w >= 0:
+        if w >= 0 and c_parked[c] == 0:
             wp.atomic_add(world_constraint_count_out, w, 1)
             slot_used_out[c] = 1
 
@@ -288,9 +309,9 @@ def sort_constraints_by_world(
     for c in range(begin, end):
         if c == slot_used.shape[0] - 1:
             used_count_out[0] = slot_rank[c] + slot_used[c]
-        w = c_world[c]
-        if w < 0:
+        if slot_used[c] == 0:
             continue
+        w = c_world[c]
         used_slots_out[slot_rank[c]] = c
         k = wp.atomic_add(world_fill, w, 1)
         world_constraints_out[world_constraint_start[w] + k] = c
@@ -550,6 +571,7 @@ def check_convergence(
     rel_tolerance: float,
     world_norms: wp.array(dtype=wp.vec3),
     world_cost_stalled: wp.array(dtype=wp.int32),
+    world_iteration_offset: wp.array(dtype=wp.int32),
     # outputs (read and updated)
     world_active: wp.array(dtype=wp.int32),
     world_iterations: wp.array(dtype=wp.int32),
@@ -567,7 +589,8 @@ def check_convergence(
     ``line_search``), or after ``max_iterations`` (not converged). A world whose direction did not descend
     while its residual is above ``NO_DESCENT_RELATIVE_RESIDUAL`` of ``max(‖D A v‖, ‖D Jᵀγ‖)`` stops not
     converged. NaN residuals never pass, so a broken world ends not converged.
-    ``iteration_count[0]`` is the number of Newton iterations done; ``any_active_out[0]`` (zeroed
+    ``iteration_count[0]`` is the number of Newton iterations done in this loop, ``world_iteration_offset``
+    those of the world's earlier loops in the step (a retry, see the module doc); ``any_active_out[0]`` (zeroed
     before) becomes 1 if some world goes on. The per-world sums of the next Newton step start at zero here
     (a memset each would be one more node per iteration in a GPU graph); this relies on ``world_active``
     changing only here and in ``init_worlds``, so that every world of a Newton step had its sums zeroed."""
@@ -579,7 +602,7 @@ def check_convergence(
     world_line_out[w] = wp.vec3(0.0)
     world_live_count_out[w] = 0
     world_row_slopes_out[w] = wp.vec2(0.0)
-    iteration = iteration_count[0]
+    iteration = iteration_count[0] + world_iteration_offset[w]
     norms = world_norms[w]
     residual = wp.sqrt(norms[0])
     scale = wp.max(wp.sqrt(norms[1]), wp.sqrt(norms[2]))
@@ -656,6 +679,160 @@ def contact_forces(
         force_out[c] = f
 
 
+@wp.kernel
+def check_parked_contacts(
+    # inputs
+    slots_per_thread: int,
+    slot_count: int,
+    momentum_mode: int,
+    world_iterations: wp.array(dtype=wp.int32),
+    world_constraint_count: wp.array(dtype=wp.int32),
+    c_world: wp.array(dtype=wp.int32),
+    c_R: wp.array(dtype=wp.vec3),
+    c_vhat: wp.array(dtype=wp.vec3),
+    c_param: wp.array(dtype=float),
+    c_nnz: wp.array(dtype=wp.int32),
+    c_dof: wp.array2d(dtype=wp.int32),
+    c_J: wp.array2d(dtype=wp.vec3),
+    v: wp.array(dtype=float),
+    world_residual: wp.array(dtype=float),
+    # outputs (c_parked and world_parked_count read and updated; world_retry and any_retry zeroed before)
+    c_parked: wp.array(dtype=wp.int32),
+    c_vc_out: wp.array(dtype=wp.vec3),
+    c_gamma_out: wp.array(dtype=wp.vec3),
+    c_G_out: wp.array(dtype=wp.mat33),
+    world_parked_count: wp.array(dtype=wp.int32),
+    world_retry_out: wp.array(dtype=wp.int32),
+    any_retry_out: wp.array(dtype=wp.int32),
+):
+    """Per parked contact of the first ``slot_count`` slots, at the solved ``v``: ``v_c = J v`` and its impulse.
+    Without impulse and cost (the contact stays apart, as predicted) its ``γ = 0``, ``G = 0`` are the answer's;
+    otherwise the row joins the Newton iterations (``c_parked = 0``) and its world is flagged for a retry. A
+    world with a non-finite residual (broken, flagged in the stats) is not retried. Skipped: the worlds whose
+    ``v`` has not moved since their parked rows were found without impulse, those that took no Newton
+    iteration but adopted no ``v*`` (``v = v0``, as at parking; or as at the previous check, in a retry that
+    converged at once). A thread takes a run of slots."""
+    begin, end = thread_slots(wp.tid(), slots_per_thread, slot_count)
+    for c in range(begin, end):
+        if c_parked[c] == 0:
+            continue
+        w = c_world[c]
+        if world_iterations[w] == 0 and (momentum_mode == 1 or world_constraint_count[w] > 0):
+            continue
+        vc = row_product(c, c_nnz, c_dof, c_J, v)
+        gamma, G, cost = friction_cone_impulse(vc, c_vhat[c], c_R[c], c_param[c])
+        c_vc_out[c] = vc
+        if wp.isfinite(world_residual[w]) and (cost != 0.0 or wp.dot(gamma, gamma) != 0.0):
+            c_parked[c] = 0
+            wp.atomic_sub(world_parked_count, w, 1)
+            world_retry_out[w] = 1
+            any_retry_out[0] = 1
+        else:
+            c_gamma_out[c] = wp.vec3(0.0)
+            c_G_out[c] = wp.mat33(0.0)
+
+
+@wp.kernel
+def reopen_worlds(
+    # inputs
+    world_iterations: wp.array(dtype=wp.int32),
+    # outputs (world_retry read and cleared)
+    world_retry: wp.array(dtype=wp.int32),
+    world_active_out: wp.array(dtype=wp.int32),
+    world_converged_out: wp.array(dtype=wp.int32),
+    world_cost_stalled_out: wp.array(dtype=wp.int32),
+    world_plain_newton_out: wp.array(dtype=wp.int32),
+    world_iteration_offset_out: wp.array(dtype=wp.int32),
+    world_norms_out: wp.array(dtype=wp.vec3),
+    world_cost_out: wp.array(dtype=float),
+    iteration_count_out: wp.array(dtype=wp.int32),
+    any_active_out: wp.array(dtype=wp.int32),
+    any_free_motion_out: wp.array(dtype=wp.int32),
+    any_retry_out: wp.array(dtype=wp.int32),
+):
+    """Start of a retry (see the module doc): the flagged worlds iterate again from their ``v``, their
+    iterations so far kept as an offset; their sums start at zero. Thread 0 restarts the loop's count and
+    lowers the flags that the check, ``select_retry_free_motion`` and ``check_parked_contacts`` raise."""
+    w = wp.tid()
+    if w == 0:
+        iteration_count_out[0] = 0
+        any_active_out[0] = 0
+        any_free_motion_out[0] = 0
+        any_retry_out[0] = 0
+    if world_retry[w] == 0:
+        return
+    world_retry[w] = 0
+    world_active_out[w] = 1
+    world_converged_out[w] = 1
+    world_cost_stalled_out[w] = 0
+    world_plain_newton_out[w] = 0
+    world_iteration_offset_out[w] = world_iterations[w]
+    world_norms_out[w] = wp.vec3(0.0)
+    world_cost_out[w] = 0.0
+
+
+@wp.kernel
+def begin_retry_products(
+    # inputs
+    v: wp.array(dtype=float),
+    v0: wp.array(dtype=float),
+    # outputs
+    e_out: wp.array(dtype=float),
+    Av0_out: wp.array(dtype=float),
+):
+    """Per dof, before a retry's two products: ``e = v − v0`` and ``A v0`` at zero (``A e`` accumulates into
+    ``A Δv``, which is zero between iterations)."""
+    i = wp.tid()
+    e_out[i] = v[i] - v0[i]
+    Av0_out[i] = 0.0
+
+
+@wp.kernel
+def resume_velocities(
+    # model
+    dof_world: wp.array(dtype=wp.int32),
+    # inputs
+    momentum_mode: int,
+    dt: float,
+    world_active: wp.array(dtype=wp.int32),
+    tau: wp.array(dtype=float),
+    # outputs (Adv holds A (v − v0), read and zeroed)
+    Adv: wp.array(dtype=float),
+    Ae_out: wp.array(dtype=float),
+    jtg_out: wp.array(dtype=float),
+):
+    """In the worlds of a retry: ``A (v − v_ref) = A (v − v0) − (1 − m) Δt τ`` (``A v* = A v0 + Δt τ``) and
+    ``Jᵀγ`` at zero for the evaluation that follows; ``A Δv`` back at zero everywhere."""
+    i = wp.tid()
+    if world_active[dof_world[i]] == 1:
+        Ae = Adv[i]
+        if momentum_mode == 0:
+            Ae -= dt * tau[i]
+        Ae_out[i] = Ae
+        jtg_out[i] = 0.0
+    Adv[i] = 0.0
+
+
+@wp.kernel
+def select_retry_free_motion(
+    # inputs
+    world_active: wp.array(dtype=wp.int32),
+    # outputs (free_motion_worlds: read and updated; any_out zeroed before)
+    free_motion_worlds: wp.array(dtype=wp.int32),
+    worlds_out: wp.array(dtype=wp.int32),
+    any_out: wp.array(dtype=wp.int32),
+):
+    """v* mode, after a retry's first check: the worlds that iterate again but have not formed ``v*`` this
+    step (they had stopped at the warm start); ``free_motion_worlds`` then marks them formed."""
+    w = wp.tid()
+    selected = int(0)
+    if world_active[w] == 1 and free_motion_worlds[w] == 0:
+        selected = 1
+        free_motion_worlds[w] = 1
+        any_out[0] = 1
+    worlds_out[w] = selected
+
+
 class SapSolver:
     """Buffers and the iteration loop of the per-world SAP solve for one model.
 
@@ -726,11 +903,18 @@ class SapSolver:
         self.any_predicted = zeros(1, wp.int32)  # some world has a stiction-model direction to solve
         self.any_free_motion = zeros(1, wp.int32)  # some world reads v* (v* mode)
         self.free_motion_worlds = zeros(nw, wp.int32)  # the worlds that read v* (a mask)
+        self.retry_free_motion_worlds = zeros(nw, wp.int32)  # those of them first needing v* in a retry
+        self.world_retry = zeros(nw, wp.int32)  # a parked contact would act: solve the world again
+        self.world_iteration_offset = zeros(nw, wp.int32)  # Newton iterations before this retry
+        self.any_retry = zeros(1, wp.int32)  # some world is flagged in world_retry (the retry loop's condition)
+        self.parking = False  # this step has parked contacts to check (setup_constraints)
+        self.contact_slots = 0  # contact slots of this step (setup_constraints)
         self.iteration_count = zeros(1, wp.int32)  # Newton iterations done in this step
         self.world_line = zeros(nw, wp.vec3)
         self.world_row_slopes = zeros(nw, wp.vec2)  # line search: constraint slopes at α = 0 and α_max
         self.world_live_count = zeros(nw, wp.int32)  # line search: rows with an impulse on [0, α_max]
         self.world_contact_count = zeros(nw, wp.int32)
+        self.world_parked_count = zeros(nw, wp.int32)  # parked contacts (left out of the Newton iterations)
         self.world_constraint_count = zeros(nw, wp.int32)
         self.world_constraint_start = zeros(nw, wp.int32)
         self.world_fill = zeros(nw, wp.int32)
@@ -769,6 +953,7 @@ class SapSolver:
             "c_J": zeros((n, entries), wp.vec3),
             "c_vc": zeros(n, wp.vec3),
             "c_dvc": zeros(n, wp.vec3),
+            "c_parked": zeros(n, wp.int32),  # a distant contact, left out of the Newton iterations
             "c_segment_dead": zeros(n, wp.int32),  # no impulse on the last line-search segment (line_rows)
             "live_rows": zeros(n, wp.int32),  # per world (from its constraint start): rows live in the line search
             "c_gamma": zeros(n, wp.vec3),
@@ -796,9 +981,9 @@ class SapSolver:
         n_joint = SLOTS_PER_DOF * self.topo.dof_count if self.model_constraints else 0  # drives, limits, ...
         n_loop = 2 * len(self.topo.loop_joints)
         self._allocate_constraints(n_contacts + n_joint + n_loop)
-        wp.launch(reset_constraint_counts, dim=self.world_contact_count.shape[0],
-                  outputs=[self.world_contact_count, self.world_constraint_count, self.world_fill, self.used_count],
-                  device=dev)  # fmt: skip
+        self.parking = bool(n_contacts) and o.park_distant_contacts
+        self.contact_slots = n_contacts
+        self._reset_counts(reset_contacts=True)
         if n_contacts:
             stiffness = o.contact_stiffness if o.contact_stiffness is not None else -1.0
             dissipation = o.contact_dissipation_time if o.contact_dissipation_time is not None else -1.0
@@ -808,16 +993,17 @@ class SapSolver:
                 inputs=[
                     model.shape_body, model.shape_material_ke, model.shape_material_kd,
                     model.shape_material_mu, T.body_tree, T.body_world, T.body_last_dof, T.dof_parent, T.dof_tree,
-                    self.slots_per_thread, n_contacts, stiffness, dissipation, o.near_rigid_threshold,
-                    o.friction_regularization, dt,
+                    model.gravity, self.slots_per_thread, n_contacts, stiffness, dissipation, o.near_rigid_threshold,
+                    o.friction_regularization, dt, int(self.parking),
                     contacts.rigid_contact_count, contacts.rigid_contact_shape0, contacts.rigid_contact_shape1,
                     contacts.rigid_contact_point0, contacts.rigid_contact_point1, contacts.rigid_contact_normal,
                     contacts.rigid_contact_margin0, contacts.rigid_contact_margin1, body_q, tree_ref, dof_S_tree,
-                    A_inv_diag,
+                    A_inv_diag, v0,
                 ],
                 outputs=[
                     self.c_world, self.c_kind, self.c_frame, self.c_R, self.c_vhat, self.c_param, self.c_phi,
-                    self.c_point, self.c_nnz, self.c_dof, self.c_J, self.world_contact_count,
+                    self.c_point, self.c_nnz, self.c_dof, self.c_J, self.c_parked, self.c_vc, self.c_gamma, self.c_G,
+                    self.world_contact_count, self.world_parked_count,
                 ],
                 device=dev,
             )  # fmt: skip
@@ -854,7 +1040,21 @@ class SapSolver:
             )  # fmt: skip
         if n_contacts + n_joint + n_loop == 0:
             self.c_world.fill_(-1)
-        wp.launch(count_constraints, dim=self.slot_threads, inputs=[self.slots_per_thread, self.c_world],
+        self._sort_constraints()
+
+    def _reset_counts(self, reset_contacts: bool) -> None:
+        """The constraint counts at zero before the lists are built (``reset_contacts``: the contact counts too,
+        before the rows are)."""
+        wp.launch(reset_constraint_counts, dim=self.topo.world_count, inputs=[int(reset_contacts)],
+                  outputs=[self.world_contact_count, self.world_parked_count, self.world_constraint_count,
+                           self.world_fill, self.used_count],
+                  device=self.device)  # fmt: skip
+
+    def _sort_constraints(self) -> None:
+        """The lists of the constraints in the Newton iterations (the used slots but the parked contacts), by
+        world and in slot order, from zeroed counts (``reset_constraint_counts``)."""
+        dev = self.device
+        wp.launch(count_constraints, dim=self.slot_threads, inputs=[self.slots_per_thread, self.c_world, self.c_parked],
                   outputs=[self.world_constraint_count, self.slot_used], device=dev)  # fmt: skip
         wp.utils.array_scan(self.world_constraint_count, self.world_constraint_start, inclusive=False)
         wp.utils.array_scan(self.slot_used, self.slot_rank, inclusive=False)
@@ -894,7 +1094,8 @@ class SapSolver:
             inputs=[T.world_dof_start, momentum, self.world_constraint_count],
             outputs=[self.world_active, self.world_iterations, self.world_residual, self.world_converged,
                      self.world_cost_stalled, self.world_cg_iterations, self.world_plain_newton, self.any_active,
-                     self.world_norms, self.world_cost, self.iteration_count, self.any_free_motion],
+                     self.world_norms, self.world_cost, self.iteration_count, self.any_free_motion,
+                     self.world_iteration_offset, self.world_retry, self.any_retry],
             device=dev,
         )  # fmt: skip
         if ndof == 0:
@@ -914,7 +1115,62 @@ class SapSolver:
             wp.capture_if(self.any_free_motion, self._free_motion, free_motion=free_motion, v_star=v_star)
         wp.capture_if(self.any_active, self._prepare_directions, A_rows=A_rows)
         wp.capture_while(self.any_active, self._newton_iteration, **args)
+        if self.parking:
+            self._check_parked_contacts()
+            wp.capture_while(self.any_retry, self._retry, A_rows=A_rows, tree_blocks=tree_blocks, v0=v0, v_star=v_star,
+                             tau=tau, dt=dt, free_motion=free_motion)  # fmt: skip
         return self.v
+
+    def _check_parked_contacts(self) -> None:
+        """The parked contacts at the solved ``v``: the answer's (no impulse) or flagged for a retry."""
+        wp.launch(
+            check_parked_contacts,
+            dim=-(-self.contact_slots // self.slots_per_thread),
+            inputs=[self.slots_per_thread, self.contact_slots, int(self.options.momentum_mode), self.world_iterations,
+                    self.world_constraint_count, self.c_world, self.c_R, self.c_vhat, self.c_param, self.c_nnz,
+                    self.c_dof, self.c_J, self.v, self.world_residual],
+            outputs=[self.c_parked, self.c_vc, self.c_gamma, self.c_G, self.world_parked_count, self.world_retry,
+                     self.any_retry],
+            device=self.device,
+        )  # fmt: skip
+
+    def _retry(self, A_rows, tree_blocks, v0, v_star, tau, dt: float, free_motion) -> None:
+        """The worlds where a parked contact would act, solved again with it from their ``v``: the row lists
+        rebuilt, ``A (v − v_ref)`` from two products, a full evaluation, ``v*`` where not formed yet, the
+        Newton loop, and the check of the contacts still parked (see the module doc)."""
+        o, T, topo, dev = self.options, self.T, self.topo, self.device
+        momentum = int(o.momentum_mode)
+        nw, ndof = topo.world_count, topo.dof_count
+        self._reset_counts(reset_contacts=False)
+        self._sort_constraints()
+        wp.launch(
+            reopen_worlds,
+            dim=nw,
+            inputs=[self.world_iterations],
+            outputs=[self.world_retry, self.world_active, self.world_converged, self.world_cost_stalled,
+                     self.world_plain_newton, self.world_iteration_offset, self.world_norms, self.world_cost,
+                     self.iteration_count, self.any_active, self.any_free_motion, self.any_retry],
+            device=dev,
+        )  # fmt: skip
+        wp.launch(begin_retry_products, dim=ndof, inputs=[self.v, v0], outputs=[self.dv, self.Av0], device=dev)
+        self._matvec(A_rows, v0, self.Av0)
+        self._matvec(A_rows, self.dv, self.Adv)
+        wp.launch(resume_velocities, dim=ndof, inputs=[T.dof_world, momentum, dt, self.world_active, tau],
+                  outputs=[self.Adv, self.Ae, self.jtg], device=dev)  # fmt: skip
+        args = {"A_rows": A_rows, "tree_blocks": tree_blocks, "v_ref": v0 if momentum else v_star, "tau": tau, "dt": dt}
+        self._evaluate(**args, resume=True)
+        if not momentum:
+            wp.launch(
+                select_retry_free_motion,
+                dim=nw,
+                inputs=[self.world_active],
+                outputs=[self.free_motion_worlds, self.retry_free_motion_worlds, self.any_free_motion],
+                device=dev,
+            )
+            wp.capture_if(self.any_free_motion, free_motion, worlds=self.retry_free_motion_worlds)
+        wp.capture_if(self.any_active, self._prepare_directions, A_rows=A_rows)
+        wp.capture_while(self.any_active, self._newton_iteration, **args)
+        self._check_parked_contacts()
 
     def _free_motion(self, free_motion, v_star) -> None:
         """``v*`` in the worlds that read it (``select_free_motion_worlds``); it is the answer of those
@@ -960,14 +1216,17 @@ class SapSolver:
         self._newton_step(A_rows, tree_blocks, v_ref, tau, dt)
         self._evaluate(A_rows, tree_blocks, v_ref, tau, dt)
 
-    def _evaluate(self, A_rows, tree_blocks, v_ref, tau, dt: float, warm_start: bool = False) -> None:
+    def _evaluate(
+        self, A_rows, tree_blocks, v_ref, tau, dt: float, warm_start: bool = False, resume: bool = False
+    ) -> None:
         """Constraints, gradient and stopping criteria at ``v`` in the worlds still iterating;
         ``any_active`` says whether any goes on (``tree_blocks`` and ``v_ref`` are unused: one signature for
         both). ``warm_start``: ``v = v0`` in every iterating world (the first check), where ``A v0`` is
         formed once for the step and ``A (v − v_ref)`` needs no product; later ``A (v − v_ref)`` is the
         line search's update (see :func:`gradient`). The sums start at zero: at the warm start ``Jᵀγ`` and
         ``A v0`` from ``begin_velocities``, the norms and the cost from ``init_worlds``; later from
-        ``line_dots`` and ``line_search``."""
+        ``line_dots`` and ``line_search``. ``resume``: the first check of a retry (``_retry``), every row
+        evaluated afresh at ``v``, its sums zeroed by ``reopen_worlds`` and ``resume_velocities``."""
         o, T, topo, dev = self.options, self.T, self.topo, self.device
         momentum = int(o.momentum_mode)
         ndof = topo.dof_count
@@ -976,7 +1235,7 @@ class SapSolver:
             dim=self.slot_threads,
             inputs=[self.slots_per_thread, self.used_count, self.used_slots, self.world_active,
                     self.c_world, self.c_kind, self.c_R, self.c_vhat, self.c_param, self.c_nnz, self.c_dof, self.c_J,
-                    self.v, int(not warm_start), self.c_segment_dead, self.c_dvc, self.world_alpha],
+                    self.v, int(not (warm_start or resume)), self.c_segment_dead, self.c_dvc, self.world_alpha],
             outputs=[self.c_vc, self.c_gamma, self.c_G, self.jtg, self.world_cost],
             device=dev,
         )  # fmt: skip
@@ -994,7 +1253,7 @@ class SapSolver:
             check_convergence,
             dim=topo.world_count,
             inputs=[self.iteration_count, o.max_iterations, o.abs_tolerance, o.rel_tolerance, self.world_norms,
-                    self.world_cost_stalled],
+                    self.world_cost_stalled, self.world_iteration_offset],
             outputs=[self.world_active, self.world_iterations, self.world_residual, self.world_converged,
                      self.any_active, self.world_predicted, self.world_slope, self.world_line, self.world_live_count,
                      self.world_row_slopes],

@@ -48,6 +48,8 @@ class SolverStats:
         num_contacts: Contacts of the world that entered the SAP problem.
         num_constraints: All constraints of the world in the SAP problem (contacts, drives, limits,
             joint friction, mimic couplings, loop closures).
+        parked_contacts: Contacts of the world left out of the Newton iterations and checked at the solution
+            (``park_distant_contacts``): in the detection gap, far from closing it in the step.
         cg_iterations: Conjugate-gradient iterations summed over the step's Newton iterations, in
             worlds solved by PCG (by default above 512 dofs on the CPU, above ``dense_world_max_dofs`` = 64
             on GPUs); 0 in the worlds with exact Newton directions.
@@ -64,6 +66,7 @@ class SolverStats:
     failed: np.ndarray
     num_contacts: np.ndarray
     num_constraints: np.ndarray
+    parked_contacts: np.ndarray
     cg_iterations: np.ndarray
     contact_buffer_full: bool = False
     contacts_dropped: int = 0
@@ -435,6 +438,7 @@ class SolverSAP(newton.solvers.SolverBase):
                 failed=failed,
                 num_contacts=np.zeros(nw, np.int32),
                 num_constraints=np.zeros(nw, np.int32),
+                parked_contacts=np.zeros(nw, np.int32),
                 cg_iterations=np.zeros(nw, np.int32),
             )
         sap = self._sap
@@ -444,7 +448,8 @@ class SolverSAP(newton.solvers.SolverBase):
             converged=sap.world_converged.numpy().astype(bool) & ~failed,
             failed=failed,
             num_contacts=sap.world_contact_count.numpy().copy(),
-            num_constraints=sap.world_constraint_count.numpy().copy(),
+            num_constraints=sap.world_constraint_count.numpy() + sap.world_parked_count.numpy(),
+            parked_contacts=sap.world_parked_count.numpy().copy(),
             cg_iterations=sap.world_cg_iterations.numpy().copy(),
             contact_buffer_full=bool(self._contact_overflow.numpy()[0]),
             contacts_dropped=int(self._contact_overflow.numpy()[1]),

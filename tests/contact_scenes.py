@@ -78,6 +78,19 @@ def sphere_bin_builder(count, radius=0.05, mu=0.5):
     return b
 
 
+def sphere_pushed_to_wall_builder(speed=3.0, gap=0.01, approach=0.0, radius=0.05, mass=1.0):
+    """Without gravity: sphere B at rest ``gap`` [m] from a static wall (the plane x = 0), sphere A
+    ``approach`` [m] from B and moving at ``speed`` [m/s] along −x towards it (a negative speed moves A
+    away). Returns the builder and the initial public ``joint_qd`` (A first). On impact B closes its gap
+    within the step (the wall then stops it at ``gap / Δt``), though it is at rest at the step's start."""
+    b = newton.ModelBuilder(gravity=(0.0, 0.0, 0.0))
+    b.add_shape_box(-1, xform=wp.transform((-0.1, 0.0, 0.0), wp.quat_identity()), hx=0.1, hy=0.3, hz=0.3)
+    cfg = newton.ModelBuilder.ShapeConfig(density=mass / (4.0 / 3.0 * np.pi * radius**3))
+    for x in (3.0 * radius + gap + approach, radius + gap):  # A, then B
+        b.add_shape_sphere(b.add_body(xform=wp.transform((x, 0.0, 0.0), wp.quat_identity())), radius=radius, cfg=cfg)
+    return b, [-speed, 0.0, 0.0, 0.0, 0.0, 0.0] + [0.0] * 6
+
+
 def worlds_of_different_kinds():
     """Builders and initial public ``joint_qd`` (None: at rest) of four contact worlds in different regimes of
     a step: a 3-box stack that comes to rest (after about 25 steps of 0.01 s its warm start meets the

@@ -61,10 +61,11 @@ def test_a_direction_without_descent_far_from_optimal_is_not_converged():
     iterations, residual = wp.zeros(4, dtype=wp.int32, device="cpu"), wp.zeros(4, dtype=float, device="cpu")
     any_active = wp.zeros(1, dtype=wp.int32, device="cpu")
     count = wp.array([3], dtype=wp.int32, device="cpu")
+    offset = wp.array([0, 0, 0, 0], dtype=wp.int32, device="cpu")  # no iterations before this loop (no retry)
     next_sums = [wp.full(4, value, dtype=dtype, device="cpu")  # the next Newton step's sums, zeroed by the check
                  for value, dtype in ((1, wp.int32), (1.0, float), (wp.vec3(1.0), wp.vec3), (1, wp.int32),
                                       (wp.vec2(1.0), wp.vec2))]  # fmt: skip
-    wp.launch(check_convergence, dim=4, inputs=[count, 100, 0.0, 1e-6, norms, stalled],
+    wp.launch(check_convergence, dim=4, inputs=[count, 100, 0.0, 1e-6, norms, stalled, offset],
               outputs=[active, iterations, residual, converged, any_active, *next_sums], device="cpu")  # fmt: skip
     assert active.numpy().tolist() == [0, 0, 0, 0] and any_active.numpy()[0] == 0
     assert converged.numpy().tolist() == [1, 1, 1, 0]

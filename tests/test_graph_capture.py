@@ -16,7 +16,15 @@ import warp as wp
 import newton_sap
 from newton_sap.examples.scenes import quadruped_pd
 
-from contact_scenes import Run, box_on_ground, initial_qd, one_model, sphere_bin, worlds_of_different_kinds
+from contact_scenes import (
+    Run,
+    box_on_ground,
+    initial_qd,
+    one_model,
+    sphere_bin,
+    sphere_pushed_to_wall_builder,
+    worlds_of_different_kinds,
+)
 from same_run import assert_same_iterations, assert_same_run, bitwise
 
 DT = 0.01
@@ -43,6 +51,12 @@ class Stepper:
             self.solver.step(a, b, self.control, self.contacts, DT)
 
 
+def pushed_spheres():
+    """Two worlds: a sphere pushes another into a wall in the third step (``test_parked_contacts``), and one
+    moving away."""
+    return [sphere_pushed_to_wall_builder(3.0, approach=0.06), sphere_pushed_to_wall_builder(-3.0)]
+
+
 CASES = {
     "box stack, dense Newton systems": (lambda: box_on_ground(boxes=3), SLIDING_SPINNING * 3, {}),
     "box stack, block Cholesky": (lambda: box_on_ground(boxes=3), SLIDING_SPINNING * 3, {"dense_world_max_dofs": 0}),
@@ -59,6 +73,11 @@ CASES = {
     "box stack, momentum mode": (lambda: box_on_ground(boxes=3), SLIDING_SPINNING * 3, {"momentum_mode": True}),
     "two quadrupeds under PD": (lambda: quadruped_pd(2), None, {}),
     "landing sphere pile, stiction predictions": (lambda: sphere_bin(10), None, {}),
+    "a parked contact acts in the third step (a retry inside the graph)": (
+        lambda: one_model(pushed_spheres())[0],
+        initial_qd(pushed_spheres()),
+        {},
+    ),
     "worlds of different kinds (a world without constraints)": (
         lambda: one_model(worlds_of_different_kinds())[0],
         initial_qd(worlds_of_different_kinds()),

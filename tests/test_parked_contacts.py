@@ -1,0 +1,78 @@
+"""Distant contacts parked out of the Newton iterations (``park_distant_contacts``, ``sap.py``) give the
+answers of the full problem: a parked contact that would act at the solution joins it and its world is
+solved again."""
+
+import numpy as np
+import pytest
+
+from contact_scenes import Run, one_model, sphere_bin, sphere_pushed_to_wall_builder
+
+DT = 0.01
+
+
+def pushed_and_receding(approach=0.0):
+    """World 0: sphere A, ``approach`` [m] from B, pushes B, at rest 1 cm from a wall, into it when they
+    meet (B–wall is parked at that step's start and acts at its solution). World 1: A moves away from B
+    (nothing acts)."""
+    return one_model([sphere_pushed_to_wall_builder(3.0, approach=approach), sphere_pushed_to_wall_builder(-3.0)])
+
+
+@pytest.mark.parametrize("momentum_mode", [False, True], ids=["v*", "momentum"])
+def test_a_parked_contact_that_acts_is_solved_again(momentum_mode):
+    model, qd0 = pushed_and_receding()
+    parked = Run(model, qd0, momentum_mode=momentum_mode)
+    full = Run(model, qd0, momentum_mode=momentum_mode, park_distant_contacts=False)
+    parked.step(DT)
+    full.step(DT)
+    sap = parked.solver._sap
+    offset = sap.world_iteration_offset.numpy()
+    assert offset[0] > 0 and offset[1] == 0  # world 0 solved again, world 1 not
+    stats = parked.solver.stats
+    assert stats.converged.all()
+    assert stats.iterations[0] > offset[0]  # the retry's iterations are added to those before it
+    for name in ("num_contacts", "num_constraints"):  # parked contacts are in the problem
+        np.testing.assert_array_equal(getattr(stats, name), getattr(full.solver.stats, name), err_msg=name)
+    assert stats.parked_contacts[1] > 0 and not full.solver.stats.parked_contacts.any()
+    qd, qd_full = parked.qd.reshape(2, 2, 6), full.qd.reshape(2, 2, 6)
+    np.testing.assert_allclose(qd, qd_full, atol=1e-4 * 3.0)
+    # the wall lets B just close its 1 cm gap in the step, v_B ≈ −gap/Δt = −1 m/s; without it A and B would
+    # move on together at −1.5 m/s
+    np.testing.assert_allclose(qd[0, 1, 0], -1.0, rtol=0.05)
+    assert qd[0, 0, 0] > -1.3
+    np.testing.assert_allclose(qd[1, 0, 0], 3.0, rtol=1e-6)  # world 1: A flies off, B stays
+    assert np.abs(qd[1, 1]).max() < 1e-6
+    forces, forces_full = (r.contacts.rigid_contact_force.numpy() for r in (parked, full))
+    np.testing.assert_allclose(forces, forces_full, atol=1e-3 * np.abs(forces_full).max())
+
+
+def test_landing_pile_parks_most_contacts_and_keeps_its_answers():
+    """A landing 10-sphere pile, both solvers from the same state every step: most contacts in Newton's
+    0.1 m detection gap are parked, the velocities agree to the float32 floor."""
+    parked = Run(sphere_bin(10))
+    full = Run(sphere_bin(10), park_distant_contacts=False)
+    worst, parked_rows, contacts = 0.0, 0, 0
+    for _ in range(40):
+        for name in ("joint_q", "joint_qd", "body_q", "body_qd"):
+            getattr(full.s0, name).assign(getattr(parked.s0, name))
+        parked.step(DT)
+        full.step(DT)
+        worst = max(worst, np.abs(parked.qd - full.qd).max() / np.abs(full.qd).max())
+        parked_rows += parked.solver.stats.parked_contacts.sum()
+        contacts += parked.solver.stats.num_contacts.sum()
+        np.testing.assert_array_equal(parked.solver.stats.num_constraints, full.solver.stats.num_constraints)
+    assert np.all(np.concatenate(parked.converged)) and np.all(np.concatenate(full.converged))
+    assert worst < 1e-3
+    assert parked_rows > 0.5 * contacts, (parked_rows, contacts)
+
+
+def test_a_retry_comes_when_the_bodies_meet():
+    """A starts 6 cm from B at 3 m/s: it reaches B at the end of the second step and pushes it into the wall
+    in the third, the step whose solve is retried (``test_graph_capture`` replays it from a graph)."""
+    model, qd0 = pushed_and_receding(approach=0.06)
+    run = Run(model, qd0)
+    retried = []
+    for _ in range(4):
+        run.step(DT)
+        retried.append(run.solver._sap.world_iteration_offset.numpy() > 0)
+    np.testing.assert_array_equal(np.array(retried)[:, 0], [False, False, True, False])
+    assert not np.array(retried)[:, 1].any()
