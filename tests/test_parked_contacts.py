@@ -17,11 +17,19 @@ def pushed_and_receding(approach=0.0):
     return one_model([sphere_pushed_to_wall_builder(3.0, approach=approach), sphere_pushed_to_wall_builder(-3.0)])
 
 
+SOLVES = {
+    "dense": {},
+    "block Cholesky": {"dense_world_max_dofs": 0},
+    "dof-parallel PCG": {"dense_world_max_dofs": 0, "block_cholesky_max_dofs": 0, "pcg_threads": "dof"},
+}
+
+
+@pytest.mark.parametrize("solve", list(SOLVES))
 @pytest.mark.parametrize("momentum_mode", [False, True], ids=["v*", "momentum"])
-def test_a_parked_contact_that_acts_is_solved_again(momentum_mode):
+def test_a_parked_contact_that_acts_is_solved_again(momentum_mode, solve):
     model, qd0 = pushed_and_receding()
-    parked = Run(model, qd0, momentum_mode=momentum_mode)
-    full = Run(model, qd0, momentum_mode=momentum_mode, park_distant_contacts=False)
+    parked = Run(model, qd0, momentum_mode=momentum_mode, **SOLVES[solve])
+    full = Run(model, qd0, momentum_mode=momentum_mode, park_distant_contacts=False, **SOLVES[solve])
     parked.step(DT)
     full.step(DT)
     sap = parked.solver._sap
