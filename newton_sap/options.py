@@ -72,7 +72,10 @@ class SapOptions:
             are far from closing it in this step (``contact_constraints.py``), and check them at the
             solution: a world where one of them would act is solved again with it. Same solutions;
             Newton's default gap of 0.1 m gives a 50-sphere pile about 700 contacts per world, of which
-            about 100 can act in a step. False keeps every contact in the iterations.
+            about 100 can act in a step. False keeps every contact in the iterations. None (default): on
+            the CPU, off on CUDA devices, where the retry's re-sort (``wp.utils.array_scan``) allocates its
+            scratch inside a conditional graph node, which CUDA graphs forbid (launched without a graph it
+            works there).
     """
 
     momentum_mode: bool = False
@@ -92,12 +95,12 @@ class SapOptions:
     pcg_threads: str | None = None
     raise_on_nonconvergence: bool = False
     stiction_prediction: bool = True
-    park_distant_contacts: bool = True
+    park_distant_contacts: bool | None = None
 
     def __post_init__(self):
         if self.line_search not in ("exact", "backtracking"):
             raise ValueError(f"line_search must be 'exact' or 'backtracking', got {self.line_search!r}")
-        for name in ("momentum_mode", "raise_on_nonconvergence", "stiction_prediction", "park_distant_contacts"):
+        for name in ("momentum_mode", "raise_on_nonconvergence", "stiction_prediction"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         for name in ("rel_tolerance", "abs_tolerance", "contact_stiffness", "contact_dissipation_time",
@@ -127,6 +130,8 @@ class SapOptions:
             _require_int(name, getattr(self, name), minimum=0)
         if self.block_cholesky_max_dofs is not None:
             _require_int("block_cholesky_max_dofs", self.block_cholesky_max_dofs, minimum=0)
+        if self.park_distant_contacts is not None and not isinstance(self.park_distant_contacts, bool):
+            raise ValueError(f"park_distant_contacts must be True, False or None, got {self.park_distant_contacts!r}")
         if self.pcg_threads not in (None, "world", "dof"):
             raise ValueError(f"pcg_threads must be 'world', 'dof' or None, got {self.pcg_threads!r}")
 
@@ -154,6 +159,7 @@ class SapOptions:
             self,
             block_cholesky_max_dofs=(0 if cuda else 512) if cholesky is None else cholesky,
             pcg_threads=("dof" if cuda else "world") if self.pcg_threads is None else self.pcg_threads,
+            park_distant_contacts=not cuda if self.park_distant_contacts is None else self.park_distant_contacts,
         )
 
 

@@ -197,8 +197,8 @@ def begin_velocities(
 ):
     """Per dof, the Newton loop's start: the warm start ``v = v0``, and ``Jᵀγ``, ``A v0`` and the first ``A Δv``
     at zero for their sums (one kernel instead of a copy and three memsets, each a node of the step's graph;
-    ``line_search`` zeroes ``A Δv`` again after each use in an iterating world, and no one reads it in the
-    others)."""
+    ``line_search`` zeroes ``A Δv`` again after each use in an iterating world; in the others it gathers the
+    later iterations' products unread, until ``begin_retry_products`` zeroes it for a retry)."""
     i = wp.tid()
     v_out[i] = v0[i]
     jtg_out[i] = 0.0
@@ -779,12 +779,15 @@ def begin_retry_products(
     # outputs
     e_out: wp.array(dtype=float),
     Av0_out: wp.array(dtype=float),
+    Adv_out: wp.array(dtype=float),
 ):
-    """Per dof, before a retry's two products: ``e = v − v0`` and ``A v0`` at zero (``A e`` accumulates into
-    ``A Δv``, which is zero between iterations)."""
+    """Per dof, before a retry's two products: ``e = v − v0``, and ``A v0`` and ``A Δv`` (which receives ``A e``)
+    at zero. ``A Δv`` is not zero everywhere: the product of each Newton iteration runs over every dof, and only
+    the worlds still iterating zero it after their line search."""
     i = wp.tid()
     e_out[i] = v[i] - v0[i]
     Av0_out[i] = 0.0
+    Adv_out[i] = 0.0
 
 
 @wp.kernel
@@ -1068,7 +1071,8 @@ class SapSolver:
 
     def _matvec(self, A_rows, x, y) -> None:
         """``y += A x`` (sparse rows) into a ``y`` its caller has zeroed: ``A v0`` and ``A Δv`` start at zero in
-        ``begin_velocities``, and ``line_search`` zeroes ``A Δv`` again after each use."""
+        ``begin_velocities``, ``line_search`` zeroes ``A Δv`` again after each use (in the worlds still
+        iterating), ``begin_retry_products`` both before a retry."""
         T = self.T
         wp.launch(
             sparse_matvec, dim=self.topo.dof_count, inputs=[T.dof_parent, T.dof_depth, T.dof_row_start, A_rows, x],
@@ -1152,7 +1156,8 @@ class SapSolver:
                      self.iteration_count, self.any_active, self.any_free_motion, self.any_retry],
             device=dev,
         )  # fmt: skip
-        wp.launch(begin_retry_products, dim=ndof, inputs=[self.v, v0], outputs=[self.dv, self.Av0], device=dev)
+        wp.launch(begin_retry_products, dim=ndof, inputs=[self.v, v0], outputs=[self.dv, self.Av0, self.Adv],
+                  device=dev)  # fmt: skip
         self._matvec(A_rows, v0, self.Av0)
         self._matvec(A_rows, self.dv, self.Adv)
         wp.launch(resume_velocities, dim=ndof, inputs=[T.dof_world, momentum, dt, self.world_active, tau],

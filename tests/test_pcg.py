@@ -66,10 +66,13 @@ def test_dof_parallel_cg_gives_the_per_world_cg_steps():
 
 
 def test_device_defaults_of_the_large_world_solvers(gpu_paths):
-    """On the CPU, worlds up to 512 dofs use the block Cholesky and CG runs one thread per world; on GPUs every
-    world above the dense size takes CG, parallel over dofs; explicit values are kept."""
+    """On the CPU, worlds up to 512 dofs use the block Cholesky, CG runs one thread per world and distant contacts
+    are parked; on GPUs every world above the dense size takes CG, parallel over dofs, and nothing is parked;
+    explicit values are kept."""
     solver = newton_sap.SolverSAP(box_on_ground())
-    expected = (0, "dof") if gpu_paths else (512, "world")
-    assert (solver.options.block_cholesky_max_dofs, solver.options.pcg_threads) == expected
-    solver = newton_sap.SolverSAP(box_on_ground(), block_cholesky_max_dofs=100, pcg_threads="dof")
-    assert (solver.options.block_cholesky_max_dofs, solver.options.pcg_threads) == (100, "dof")
+    expected = (0, "dof", False) if gpu_paths else (512, "world", True)
+    o = solver.options
+    assert (o.block_cholesky_max_dofs, o.pcg_threads, o.park_distant_contacts) == expected
+    o = newton_sap.SolverSAP(box_on_ground(), block_cholesky_max_dofs=100, pcg_threads="dof",
+                             park_distant_contacts=not gpu_paths).options  # fmt: skip
+    assert (o.block_cholesky_max_dofs, o.pcg_threads, o.park_distant_contacts) == (100, "dof", not gpu_paths)
