@@ -747,17 +747,15 @@ def reopen_worlds(
     world_cost_out: wp.array(dtype=float),
     iteration_count_out: wp.array(dtype=wp.int32),
     any_active_out: wp.array(dtype=wp.int32),
-    any_free_motion_out: wp.array(dtype=wp.int32),
     any_retry_out: wp.array(dtype=wp.int32),
 ):
     """Start of a retry (see the module doc): the flagged worlds iterate again from their ``v``, their
     iterations so far kept as an offset; their sums start at zero. Thread 0 restarts the loop's count and
-    lowers the flags that the check, ``select_retry_free_motion`` and ``check_parked_contacts`` raise."""
+    lowers the flags that the check and ``check_parked_contacts`` raise."""
     w = wp.tid()
     if w == 0:
         iteration_count_out[0] = 0
         any_active_out[0] = 0
-        any_free_motion_out[0] = 0
         any_retry_out[0] = 0
     if world_retry[w] == 0:
         return
@@ -814,26 +812,6 @@ def resume_velocities(
         Ae_out[i] = Ae
         jtg_out[i] = 0.0
     Adv[i] = 0.0
-
-
-@wp.kernel
-def select_retry_free_motion(
-    # inputs
-    world_active: wp.array(dtype=wp.int32),
-    # outputs (free_motion_worlds: read and updated; any_out zeroed before)
-    free_motion_worlds: wp.array(dtype=wp.int32),
-    worlds_out: wp.array(dtype=wp.int32),
-    any_out: wp.array(dtype=wp.int32),
-):
-    """v* mode, after a retry's first check: the worlds that iterate again but have not formed ``v*`` this
-    step (they had stopped at the warm start); ``free_motion_worlds`` then marks them formed."""
-    w = wp.tid()
-    selected = int(0)
-    if world_active[w] == 1 and free_motion_worlds[w] == 0:
-        selected = 1
-        free_motion_worlds[w] = 1
-        any_out[0] = 1
-    worlds_out[w] = selected
 
 
 class SapSolver:
@@ -906,7 +884,6 @@ class SapSolver:
         self.any_predicted = zeros(1, wp.int32)  # some world has a stiction-model direction to solve
         self.any_free_motion = zeros(1, wp.int32)  # some world reads v* (v* mode)
         self.free_motion_worlds = zeros(nw, wp.int32)  # the worlds that read v* (a mask)
-        self.retry_free_motion_worlds = zeros(nw, wp.int32)  # those of them first needing v* in a retry
         self.world_retry = zeros(nw, wp.int32)  # a parked contact would act: solve the world again
         self.world_iteration_offset = zeros(nw, wp.int32)  # Newton iterations before this retry
         self.any_retry = zeros(1, wp.int32)  # some world is flagged in world_retry (the retry loop's condition)
@@ -1122,7 +1099,7 @@ class SapSolver:
         if self.parking:
             self._check_parked_contacts()
             wp.capture_while(self.any_retry, self._retry, A_rows=A_rows, tree_blocks=tree_blocks, v0=v0, v_star=v_star,
-                             tau=tau, dt=dt, free_motion=free_motion)  # fmt: skip
+                             tau=tau, dt=dt)  # fmt: skip
         return self.v
 
     def _check_parked_contacts(self) -> None:
@@ -1138,10 +1115,12 @@ class SapSolver:
             device=self.device,
         )  # fmt: skip
 
-    def _retry(self, A_rows, tree_blocks, v0, v_star, tau, dt: float, free_motion) -> None:
+    def _retry(self, A_rows, tree_blocks, v0, v_star, tau, dt: float) -> None:
         """The worlds where a parked contact would act, solved again with it from their ``v``: the row lists
-        rebuilt, ``A (v − v_ref)`` from two products, a full evaluation, ``v*`` where not formed yet, the
-        Newton loop, and the check of the contacts still parked (see the module doc)."""
+        rebuilt, ``A (v − v_ref)`` from two products, a full evaluation, the Newton loop, and the check of the
+        contacts still parked (see the module doc). In v* mode every such world has formed ``v*``: the check
+        skips the worlds that stopped at the warm start, and the others took Newton iterations or adopted
+        ``v*`` (``select_free_motion_worlds``)."""
         o, T, topo, dev = self.options, self.T, self.topo, self.device
         momentum = int(o.momentum_mode)
         nw, ndof = topo.world_count, topo.dof_count
@@ -1153,7 +1132,7 @@ class SapSolver:
             inputs=[self.world_iterations],
             outputs=[self.world_retry, self.world_active, self.world_converged, self.world_cost_stalled,
                      self.world_plain_newton, self.world_iteration_offset, self.world_norms, self.world_cost,
-                     self.iteration_count, self.any_active, self.any_free_motion, self.any_retry],
+                     self.iteration_count, self.any_active, self.any_retry],
             device=dev,
         )  # fmt: skip
         wp.launch(begin_retry_products, dim=ndof, inputs=[self.v, v0], outputs=[self.dv, self.Av0, self.Adv],
@@ -1164,15 +1143,6 @@ class SapSolver:
                   outputs=[self.Adv, self.Ae, self.jtg], device=dev)  # fmt: skip
         args = {"A_rows": A_rows, "tree_blocks": tree_blocks, "v_ref": v0 if momentum else v_star, "tau": tau, "dt": dt}
         self._evaluate(**args, resume=True)
-        if not momentum:
-            wp.launch(
-                select_retry_free_motion,
-                dim=nw,
-                inputs=[self.world_active],
-                outputs=[self.free_motion_worlds, self.retry_free_motion_worlds, self.any_free_motion],
-                device=dev,
-            )
-            wp.capture_if(self.any_free_motion, free_motion, worlds=self.retry_free_motion_worlds)
         wp.capture_if(self.any_active, self._prepare_directions, A_rows=A_rows)
         wp.capture_while(self.any_active, self._newton_iteration, **args)
         self._check_parked_contacts()
