@@ -30,6 +30,30 @@ wp.set_module_options({"enable_backward": False})  # forward only: the solver bu
 
 
 @wp.func
+def _pattern_words(T: int):
+    """32-bit words per row of a world's tree-pair pattern (a bitset row per tree)."""
+    return (T + 31) // 32
+
+
+@wp.func
+def _pattern_bit(b: int):
+    """Bit of tree b in its word of a pattern row."""
+    return wp.uint32(1) << wp.uint32(b % 32)
+
+
+@wp.func
+def _pattern_has(pattern: wp.array(dtype=wp.uint32), row: int, b: int):
+    """True if the pattern row at ``row`` has tree b."""
+    return (pattern[row + b // 32] & _pattern_bit(b)) != wp.uint32(0)
+
+
+@wp.func
+def _pattern_add(pattern: wp.array(dtype=wp.uint32), row: int, b: int):
+    """Adds tree b to the pattern row at ``row``."""
+    pattern[row + b // 32] = pattern[row + b // 32] | _pattern_bit(b)
+
+
+@wp.func
 def _mark_rows_graph(
     t0: int,
     T: int,
@@ -42,14 +66,16 @@ def _mark_rows_graph(
     c_dof: wp.array2d(dtype=wp.int32),
     dof_tree: wp.array(dtype=wp.int32),
     dof_parent: wp.array(dtype=wp.int32),
-    pattern: wp.array(dtype=wp.int32),
+    pattern: wp.array(dtype=wp.uint32),
 ):
-    """``pattern[a·T + b] = 1`` for the world's tree pairs coupled by a row with curvature (``G ≠ 0``), and
-    on the diagonal; 0 elsewhere."""
-    for k in range(T * T):
-        pattern[pairs + k] = 0
+    """The world's tree graph as bitset rows, tree a's at ``pattern[pairs + a·W : … + W]``
+    (W = :func:`_pattern_words`): b is in a's row if a row with curvature (``G ≠ 0``) couples trees a and b,
+    and a is in its own."""
+    W = _pattern_words(T)
+    for k in range(T * W):
+        pattern[pairs + k] = wp.uint32(0)
     for a in range(T):
-        pattern[pairs + a * T + a] = 1
+        _pattern_add(pattern, pairs + a * W, a)
     for k in range(begin, end):
         c = world_constraints[k]
         G = c_G[c]
@@ -60,8 +86,8 @@ def _mark_rows_graph(
         if second < nnz:
             a = dof_tree[c_dof[c, 0]] - t0
             b = dof_tree[c_dof[c, second]] - t0
-            pattern[pairs + a * T + b] = 1
-            pattern[pairs + b * T + a] = 1
+            _pattern_add(pattern, pairs + a * W, b)
+            _pattern_add(pattern, pairs + b * W, a)
 
 
 @wp.func
@@ -69,22 +95,24 @@ def _minimum_degree_order(
     t0: int,
     T: int,
     pairs: int,
-    pattern: wp.array(dtype=wp.int32),
+    pattern: wp.array(dtype=wp.uint32),
     tree_degree: wp.array(dtype=wp.int32),
     tree_rank: wp.array(dtype=wp.int32),
     tree_order: wp.array(dtype=wp.int32),
     later: wp.array(dtype=wp.int32),
     later_count: wp.array(dtype=wp.int32),
 ):
-    """Greedy minimum-degree elimination of the world's tree graph: ``tree_order[t0 + r]`` is the tree
-    eliminated r-th and ``tree_rank`` its inverse (world-local tree indices). Eliminating a tree joins its
-    remaining neighbours pairwise (fill, added to ``pattern``); those neighbours are the trees of its
-    off-diagonal blocks of L, listed in ``later[pairs + k·T : ... + later_count[t0 + k]]``."""
+    """Greedy minimum-degree elimination of the world's tree graph (``_mark_rows_graph``; ties to the lowest
+    tree): ``tree_order[t0 + r]`` is the tree eliminated r-th and ``tree_rank`` its inverse (world-local tree
+    indices). Eliminating a tree joins its remaining neighbours pairwise (fill, added to ``pattern``) and
+    leaves their rows; those neighbours, in increasing order, are the trees of its off-diagonal blocks of L,
+    listed in ``later[pairs + k·T : ... + later_count[t0 + k]]``."""
+    W = _pattern_words(T)
     for a in range(T):
         tree_rank[t0 + a] = -1
         degree = int(0)
-        for b in range(T):
-            degree += pattern[pairs + a * T + b]
+        for q in range(W):
+            degree += wp.bit_count(pattern[pairs + a * W + q])
         tree_degree[t0 + a] = degree - 1
     for r in range(T):
         best = int(-1)
@@ -96,19 +124,26 @@ def _minimum_degree_order(
         tree_order[t0 + r] = best
         row = pairs + best * T
         count = int(0)
-        for i in range(T):
-            if tree_rank[t0 + i] < 0 and pattern[row + i] == 1:
-                later[row + count] = i
-                count += 1
+        for q in range(W):  # the remaining neighbours: the row's bits but ``best``'s own (eliminated ones left it)
+            bits = pattern[pairs + best * W + q]
+            while bits != wp.uint32(0):
+                low = bits & (~bits + wp.uint32(1))
+                bits = bits ^ low
+                i = q * 32 + wp.bit_count(low - wp.uint32(1))
+                if i != best:
+                    later[row + count] = i
+                    count += 1
         later_count[t0 + best] = count
         for m in range(count):
             i = later[row + m]
+            row_i = pairs + i * W
+            pattern[row_i + best // 32] = pattern[row_i + best // 32] & ~_pattern_bit(best)
             tree_degree[t0 + i] = tree_degree[t0 + i] - 1  # loses ``best``
             for m2 in range(m + 1, count):
                 j = later[row + m2]
-                if pattern[pairs + i * T + j] == 0:
-                    pattern[pairs + i * T + j] = 1
-                    pattern[pairs + j * T + i] = 1
+                if not _pattern_has(pattern, row_i, j):
+                    _pattern_add(pattern, row_i, j)
+                    _pattern_add(pattern, pairs + j * W, i)
                     tree_degree[t0 + i] = tree_degree[t0 + i] + 1
                     tree_degree[t0 + j] = tree_degree[t0 + j] + 1
 
@@ -190,45 +225,56 @@ def _assemble(
         nnz = c_nnz[c]
         second = second_walk(c, nnz, c_dof, dof_parent)
         tree_first = dof_tree[c_dof[c, 0]]
-        tree_second = tree_first
-        if second < nnz:
-            tree_second = dof_tree[c_dof[c, second]]
-        for e in range(nnz):
-            de = c_dof[c, e]
-            GJe = G * c_J[c, e]
-            own = tree_first
-            other = tree_second
-            walk_end = nnz
-            other_begin = 0
-            other_end = second
-            if e < second:
-                walk_end = second
-                other_begin = second
-                other_end = nnz
-            else:
-                own = tree_second
-                other = tree_first
-            first = tree_dof_start[own]
-            n_own = tree_dof_count[own]
-            row = off + block_index[pairs + (own - t0) * T + (own - t0)] + (de - first) * n_own - first
-            if tree_first == tree_second:  # one tree (one walk, or two branches): the lower triangle
+        if second == nnz or dof_tree[c_dof[c, second]] == tree_first:
+            # one tree (one walk, or two branches): the lower triangle of its diagonal block
+            first = tree_dof_start[tree_first]
+            n_own = tree_dof_count[tree_first]
+            diag = off + block_index[pairs + (tree_first - t0) * T + (tree_first - t0)] - first * n_own - first
+            for e in range(nnz):
+                de = c_dof[c, e]
+                GJe = G * c_J[c, e]
+                row = diag + de * n_own
                 for f in range(nnz):
                     df = c_dof[c, f]
                     if df <= de:
                         L[row + df] = L[row + df] + wp.dot(c_J[c, f], GJe)
-                continue
-            # two trees: e's own walk from e on (e's ancestors: lower triangle), and the whole other walk
-            # when e's tree is eliminated later
-            for f in range(e, walk_end):
-                df = c_dof[c, f]
-                L[row + df] = L[row + df] + wp.dot(c_J[c, f], GJe)
-            if tree_rank[own] > tree_rank[other]:
-                first_other = tree_dof_start[other]
+            continue
+        # two trees: per walk, its own entries from e on (e's ancestors: the diagonal block's lower triangle),
+        # and the whole other walk into the off-diagonal block when the walk's tree is eliminated later
+        for side in range(2):
+            walk_begin = 0
+            walk_end = second
+            other_begin = second
+            other_end = nnz
+            if side == 1:
+                walk_begin = second
+                walk_end = nnz
+                other_begin = 0
+                other_end = second
+            own = dof_tree[c_dof[c, walk_begin]]
+            other = dof_tree[c_dof[c, other_begin]]
+            first = tree_dof_start[own]
+            n_own = tree_dof_count[own]
+            diag = off + block_index[pairs + (own - t0) * T + (own - t0)] - first * n_own - first
+            later_own = tree_rank[own] > tree_rank[other]
+            coupled = int(0)
+            n_other = int(0)
+            if later_own:
                 n_other = tree_dof_count[other]
-                row = off + block_index[pairs + (own - t0) * T + (other - t0)] + (de - first) * n_other - first_other
-                for f in range(other_begin, other_end):
+                coupled = (off + block_index[pairs + (own - t0) * T + (other - t0)] - first * n_other
+                           - tree_dof_start[other])  # fmt: skip
+            for e in range(walk_begin, walk_end):
+                de = c_dof[c, e]
+                GJe = G * c_J[c, e]
+                row = diag + de * n_own
+                for f in range(e, walk_end):
                     df = c_dof[c, f]
                     L[row + df] = L[row + df] + wp.dot(c_J[c, f], GJe)
+                if later_own:
+                    row = coupled + de * n_other
+                    for f in range(other_begin, other_end):
+                        df = c_dof[c, f]
+                        L[row + df] = L[row + df] + wp.dot(c_J[c, f], GJe)
 
 
 @wp.func
@@ -472,7 +518,7 @@ def world_block_cholesky(
     grad: wp.array(dtype=float),
     # outputs (pattern, later, block_index, tree_degree, tree_rank, tree_order, tree_later_count, L, inv_diag:
     # scratch)
-    pattern: wp.array(dtype=wp.int32),
+    pattern: wp.array(dtype=wp.uint32),
     later: wp.array(dtype=wp.int32),
     block_index: wp.array(dtype=wp.int32),
     tree_degree: wp.array(dtype=wp.int32),

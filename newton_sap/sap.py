@@ -862,7 +862,7 @@ class SapSolver:
         self.uses_block_cholesky = topology.world_block_size > 0
         self.block_L = zeros(max(topology.world_block_size, 1))
         self.block_inv_diag = zeros(ndof)
-        self.block_pattern = zeros(max(topology.world_pair_size, 1), wp.int32)
+        self.block_pattern = zeros(max(topology.world_pair_size, 1), wp.uint32)  # bitset rows: T·⌈T/32⌉ ≤ T² words
         self.block_later = zeros(max(topology.world_pair_size, 1), wp.int32)
         self.block_index = zeros(max(topology.world_pair_size, 1), wp.int32)
         for name in ("tree_degree", "tree_rank", "tree_order", "tree_later_count"):

@@ -105,15 +105,30 @@ def test_block_cholesky_size_limit_selects_pcg():
         Run(box_on_ground(), block_cholesky_max_dofs=-1)
 
 
-def test_block_cholesky_solves_random_tree_systems():
+def _random_tree_world(rng, tree_count):
+    """Chain sizes and coupled tree pairs of a synthetic world: ``tree_count`` 0 gives the fixed small world
+    (10 trees, one bitset word per pattern row); otherwise random chains of 1 to 8 dofs and about 1.5 pairs per
+    tree, each tree coupled to a random earlier one (a connected graph, so the elimination fills in)."""
+    if tree_count == 0:
+        sizes = [3, 1, 7, 2, 8, 5, 4, 6, 1, 2]
+        pairs = [(0, 2), (2, 4), (4, 5), (1, 4), (3, 4), (5, 7), (6, 7), (8, 2), (9, 6), (2, 6), (4, 4), (7, 7)]
+        return sizes, pairs
+    sizes = [int(s) for s in rng.integers(1, 9, size=tree_count)]
+    pairs = [(int(rng.integers(t)), t) for t in range(1, tree_count)]
+    pairs += [tuple(int(x) for x in rng.choice(tree_count, 2, replace=False)) for _ in range(tree_count // 2)]
+    return sizes, pairs + [(3, 3)]
+
+
+@pytest.mark.parametrize("tree_count", [0, 70])
+def test_block_cholesky_solves_random_tree_systems(tree_count):
     """``world_block_cholesky`` against NumPy on a synthetic world: chains of 1 to 8 dofs (the tiles' edges at
     every remainder), A a random SPD matrix per tree, and constraint rows with random SPD G coupling two trees
     (each walk from the chain's last or a random dof to its root) or within one tree;
-    ``Δv = −H⁻¹ ∇ℓ`` with ``H = A + Σ Jᵀ G J``."""
+    ``Δv = −H⁻¹ ∇ℓ`` with ``H = A + Σ Jᵀ G J``. 70 trees: pattern rows of three bitset words."""
     from newton_sap.block_cholesky import world_block_cholesky
 
     rng = np.random.default_rng(7)
-    sizes = [3, 1, 7, 2, 8, 5, 4, 6, 1, 2]
+    sizes, pairs = _random_tree_world(rng, tree_count)
     T, n = len(sizes), sum(sizes)
     tree_start = np.cumsum([0, *sizes[:-1]])
     dof_tree = np.repeat(np.arange(T), sizes)
@@ -131,7 +146,6 @@ def test_block_cholesky_solves_random_tree_systems():
         d = tree_start[t] + (sizes[t] - 1 if full else rng.integers(sizes[t]))
         return list(range(d, tree_start[t] - 1, -1))
 
-    pairs = [(0, 2), (2, 4), (4, 5), (1, 4), (3, 4), (5, 7), (6, 7), (8, 2), (9, 6), (2, 6), (4, 4), (7, 7)]
     H = A.copy()
     c_dof, c_J, c_G = np.zeros((len(pairs), 16), np.int32), np.zeros((len(pairs), 16, 3)), []
     c_nnz = []
@@ -160,8 +174,8 @@ def test_block_cholesky_solves_random_tree_systems():
                 i32([len(pairs)]), i32(np.arange(len(pairs))),
                 wp.array(np.asarray(c_G, np.float32), dtype=wp.mat33), i32(c_nnz), wp.array(c_dof, dtype=wp.int32),
                 wp.array(c_J.astype(np.float32), dtype=wp.vec3), f32(A_rows), f32(grad)],
-        outputs=[scratch(T * T), scratch(T * T), scratch(T * T), scratch(T), scratch(T), scratch(T), scratch(T),
-                 scratch(1), scratch(n * n, float), scratch(n, float), dv],
+        outputs=[scratch(T * T, wp.uint32), scratch(T * T), scratch(T * T), scratch(T), scratch(T), scratch(T),
+                 scratch(T), scratch(1), scratch(n * n, float), scratch(n, float), dv],
     )  # fmt: skip
     expected = -np.linalg.solve(H, grad)
     np.testing.assert_allclose(dv.numpy(), expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
