@@ -12,12 +12,13 @@ Per contact slot ``slot < rigid_contact_count`` (a thread takes a run of slots):
 * the contact frame ``R_WC = [t1 t2 n]`` and point ``p`` (midway between the two surfaces);
 * the Jacobian ``v_c = R_WCᵀ (v_1(p) − v_0(p))`` as sparse entries (dof, 3-vector): for each dof k on
   the chain of body 1 (+) and body 0 (−) up to their common ancestor, ``J_k = ± R_WCᵀ (v̄_k + ω_k × (p − r))``
-  with ``S̄_k = [ω_k; v̄_k]`` about the tree's point r (``jacobian.chain_rows``);
+  with ``S̄_k = [ω_k; v̄_k]`` about the tree's point r (``jacobian.chain_rows``), and ``c_vc = J v0`` at the
+  step's start velocity (every row builder leaves it: the Newton loop's warm start reads it);
 * the Delassus estimate ``w = ‖Σ_k J_k J_kᵀ / A_kk‖_F / 3`` [kg⁻¹], the compliance R (``w`` floored in
   ``contact_compliance``), the bias velocity v̂ and the friction coefficient μ from the pair's materials
   (or the solver's overrides);
 * with ``park = 1``, whether the contact is distant (``contact_is_distant`` at the step's start velocity
-  ``v0``): ``c_parked``, with ``v_c = J v0``, ``γ = 0`` and ``G = 0``; the solver leaves such rows out of the
+  ``v0``): ``c_parked``, with ``γ = 0`` and ``G = 0``; the solver leaves such rows out of the
   Newton iterations and checks them at the solution (``sap.py``).
 """
 
@@ -25,7 +26,7 @@ import warp as wp
 
 from .constraints.dispatch import CONTACT, thread_slots
 from .constraints.friction_cone import contact_bias_velocity, contact_compliance, contact_is_distant
-from .jacobian import chain_rows, row_product, tangent_frame
+from .jacobian import chain_rows, tangent_frame
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
@@ -158,8 +159,8 @@ def contact_rows(
         R_CW = wp.transpose(R_WC)
 
         # Jacobian entries along both chains, and the Delassus estimate from diag(A)
-        e, w_norm = chain_rows(c, d1, d0, R_CW, p, 0, tree_ref, dof_tree, dof_parent, dof_S_tree, A_inv_diag,
-                               c_dof_out, c_J_out)  # fmt: skip
+        e, v_c0, w_norm = chain_rows(c, d1, d0, R_CW, p, 0, tree_ref, dof_tree, dof_parent, dof_S_tree, A_inv_diag,
+                                     v0, c_dof_out, c_J_out)  # fmt: skip
 
         k_pair, tau, mu = pair_parameters(
             s0, s1, shape_ke, shape_kd, shape_mu, stiffness_override, dissipation_override
@@ -175,11 +176,10 @@ def contact_rows(
         c_phi_out[c] = phi0
         c_point_out[c] = p
         c_nnz_out[c] = e
+        c_vc_out[c] = v_c0
         if park == 1 and phi0 > 0.0:
-            v_c0 = row_product(c, c_nnz_out, c_dof_out, c_J_out, v0)
             if contact_is_distant(phi0, v_c0, v_hat, R, mu, dt, dt * wp.length(gravity[world])) == 1:
                 c_parked_out[c] = 1
-                c_vc_out[c] = v_c0
                 c_gamma_out[c] = wp.vec3(0.0)
                 c_G_out[c] = wp.mat33(0.0)
                 wp.atomic_add(world_parked_count, world, 1)

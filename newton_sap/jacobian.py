@@ -75,19 +75,23 @@ def chain_rows(
     dof_parent: wp.array(dtype=wp.int32),
     dof_S_tree: wp.array(dtype=wp.spatial_vector),
     A_inv_diag: wp.array(dtype=float),
+    v: wp.array(dtype=float),
     c_dof: wp.array2d(dtype=wp.int32),
     c_J: wp.array2d(dtype=wp.vec3),
 ):
     """Jacobian entries ``± rows · (point velocity at p)`` (or ``± rows · ω``) along the child (+) and
-    parent (−) dof chains, each up to (without) their common ancestor; returns the entry count and
-    ``‖W‖_F`` of ``W = Σ_k J_k J_kᵀ / A_kk`` (symmetric: its diagonal and upper entries are summed; 0 when no
-    dof moves the rows): the Delassus estimate of SAP.md §4 is ``w = ‖W‖_F / (rows in use)``.
-    ``dof_S_tree`` holds the motion columns about each tree's point ``tree_ref`` (``S̄_k = [ω_k; v̄_k]``),
-    so the point velocity is ``v̄_k + ω_k × (p − r)``: one lever arm per walk, no body pose per dof."""
+    parent (−) dof chains, each up to (without) their common ancestor; returns the entry count, the rows'
+    velocity ``J v`` [m/s or rad/s] at the dof velocities ``v`` (summed as :func:`row_product` does, while
+    the entries are at hand) and ``‖W‖_F`` of ``W = Σ_k J_k J_kᵀ / A_kk`` (symmetric: its diagonal and upper
+    entries are summed; 0 when no dof moves the rows): the Delassus estimate of SAP.md §4 is
+    ``w = ‖W‖_F / (rows in use)``. ``dof_S_tree`` holds the motion columns about each tree's point
+    ``tree_ref`` (``S̄_k = [ω_k; v̄_k]``), so the point velocity is ``v̄_k + ω_k × (p − r)``: one lever arm
+    per walk, no body pose per dof."""
     W_diag = wp.vec3(0.0)
     W_upper = wp.vec3(0.0)  # W_01, W_02, W_12
     shared = common_ancestor(d_child, d_parent, dof_tree, dof_parent)
     e = int(0)
+    v_c = wp.vec3(0.0)
     for side in range(2):
         k = d_child
         sign = float(1.0)
@@ -105,9 +109,10 @@ def chain_rows(
             Jk = sign * (rows * motion)
             c_dof[slot, e] = k
             c_J[slot, e] = Jk
+            v_c += Jk * v[k]
             Jk_scaled = Jk * A_inv_diag[k]
             W_diag += wp.cw_mul(Jk, Jk_scaled)
             W_upper += wp.vec3(Jk[0] * Jk_scaled[1], Jk[0] * Jk_scaled[2], Jk[1] * Jk_scaled[2])
             e += 1
             k = dof_parent[k]
-    return e, wp.sqrt(wp.dot(W_diag, W_diag) + 2.0 * wp.dot(W_upper, W_upper))
+    return e, v_c, wp.sqrt(wp.dot(W_diag, W_diag) + 2.0 * wp.dot(W_upper, W_upper))

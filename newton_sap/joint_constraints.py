@@ -100,9 +100,11 @@ def write_row(
     c_nnz: wp.array(dtype=wp.int32),
     c_dof: wp.array2d(dtype=wp.int32),
     c_J: wp.array2d(dtype=wp.vec3),
+    v0: wp.array(dtype=float),
+    c_vc: wp.array(dtype=wp.vec3),
 ):
     """Fill constraint ``slot`` with a one-dof row ``v_c = sign · v[dof]`` of ``kind`` (compliance R, bias
-    velocity v̂, type parameter) in ``world``."""
+    velocity v̂, type parameter) in ``world``, and its velocity ``sign · v0[dof]`` at the step's start."""
     c_world[slot] = world
     c_kind[slot] = kind
     c_R[slot] = wp.vec3(R, 1.0, 1.0)
@@ -111,6 +113,7 @@ def write_row(
     c_nnz[slot] = 1
     c_dof[slot, 0] = dof
     c_J[slot, 0] = wp.vec3(sign, 0.0, 0.0)
+    c_vc[slot] = wp.vec3(sign * v0[dof], 0.0, 0.0)
 
 
 @wp.kernel
@@ -153,9 +156,11 @@ def joint_constraint_rows(
     c_nnz: wp.array(dtype=wp.int32),
     c_dof: wp.array2d(dtype=wp.int32),
     c_J: wp.array2d(dtype=wp.vec3),
+    c_vc: wp.array(dtype=wp.vec3),
 ):
-    """Drive, limit, friction and mimic rows of dof i. A limit side is added only when the step can reach it:
-    ``g0 ≤ 2 Δt max(|v0|, |v0 + Δt τ/A_ii|)`` (v* estimated from diag(A)), or when violated.
+    """Drive, limit, friction and mimic rows of dof i, with their velocities ``J v0`` at the step's start. A
+    limit side is added only when the step can reach it: ``g0 ≤ 2 Δt max(|v0|, |v0 + Δt τ/A_ii|)`` (v*
+    estimated from diag(A)), or when violated.
     Limit stiffness and dissipation: the options when given (> 0, ≥ 0), else Newton's
     ``joint_limit_ke`` and ``joint_limit_kd / joint_limit_ke``."""
     i = wp.tid()
@@ -174,7 +179,7 @@ def joint_constraint_rows(
     if kp > 0.0 or kv > 0.0:
         R, v_hat = pd_drive_parameters(kp, kv, q0, target_q[c], target_qd[p], joint_act[p], dt, w_est)
         write_row(base + i, w, PD_DRIVE, i, 1.0, R, v_hat, dt * joint_effort_limit[p],
-                  c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_dof, c_J)  # fmt: skip
+                  c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_dof, c_J, v0, c_vc)  # fmt: skip
     k_lim = limit_stiffness
     tau_d = limit_dissipation_time
     if k_lim <= 0.0:
@@ -188,14 +193,14 @@ def joint_constraint_rows(
     upper = joint_limit_upper[p]
     if lower > -NO_LIMIT and q0 - lower <= reach:
         write_row(base + n + i, w, JOINT_LIMIT, i, 1.0, R_lim, -(q0 - lower) / (dt + tau_d), 0.0,
-                  c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_dof, c_J)  # fmt: skip
+                  c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_dof, c_J, v0, c_vc)  # fmt: skip
     if upper < NO_LIMIT and upper - q0 <= reach:
         write_row(base + 2 * n + i, w, JOINT_LIMIT, i, -1.0, R_lim, -(upper - q0) / (dt + tau_d), 0.0,
-                  c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_dof, c_J)  # fmt: skip
+                  c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_dof, c_J, v0, c_vc)  # fmt: skip
     f_c = joint_friction[p]
     if f_c > 0.0:
         write_row(base + 3 * n + i, w, JOINT_FRICTION, i, 1.0, friction_regularization * w_est, 0.0, dt * f_c,
-                  c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_dof, c_J)  # fmt: skip
+                  c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_dof, c_J, v0, c_vc)  # fmt: skip
     leader = dof_mimic_leader[i]
     if leader >= 0:
         coeffs = dof_mimic_coeffs[i]
@@ -203,7 +208,8 @@ def joint_constraint_rows(
         R_m, v_hat_m = bilateral_parameters(g0, w_est + coeffs[1] * coeffs[1] * A_inv_diag[leader], dt)
         slot = base + 4 * n + i
         write_row(slot, w, BILATERAL, i, 1.0, R_m, v_hat_m, 0.0,
-                  c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_dof, c_J)  # fmt: skip
+                  c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_dof, c_J, v0, c_vc)  # fmt: skip
         c_nnz[slot] = 2
         c_dof[slot, 1] = leader
         c_J[slot, 1] = wp.vec3(-coeffs[1], 0.0, 0.0)
+        c_vc[slot] = c_vc[slot] + c_J[slot, 1] * v0[leader]

@@ -69,6 +69,11 @@ from .topology import bucket_views
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
+# Where ``constraint_eval`` takes the rows' velocities ``v_c`` from
+VC_FROM_V = wp.constant(0)  # ``J v`` afresh (the first check of a retry)
+VC_AFTER_LINE_SEARCH = wp.constant(1)  # afresh, but rows dead along the line search's segment move along it
+VC_AT_START = wp.constant(2)  # the warm start ``v = v0``: ``J v0`` as every row builder leaves it in ``c_vc``
+
 
 @wp.kernel
 def scatter_world_dense(
@@ -373,7 +378,7 @@ def constraint_eval(
     c_dof: wp.array2d(dtype=wp.int32),
     c_J: wp.array2d(dtype=wp.vec3),
     v: wp.array(dtype=float),
-    after_line_search: int,
+    vc_source: int,
     c_segment_dead: wp.array(dtype=wp.int32),
     c_dvc: wp.array(dtype=wp.vec3),
     world_alpha: wp.array(dtype=float),
@@ -386,11 +391,12 @@ def constraint_eval(
 ):
     """Per constraint of an active world: ``v_c = J v``; ``γ, G, ℓ_c``; accumulates ``Jᵀγ`` and the
     world's constraint cost. A thread takes a run of the used slots (:func:`thread_slots`).
-    ``after_line_search``: ``v`` is the line search's ``v + α Δv``. A row without impulse on that whole
-    segment (``c_segment_dead``, from ``line_rows``) only moves along it, ``v_c += α Δv_c`` (``J v`` but for
-    round-off), and keeps ``γ = 0``, ``ℓ_c = 0`` and the ``G`` of the segment's start: a contact or a limit
-    has ``G = 0`` wherever ``γ = 0``, and a row with a linear branch (drive, bilateral) has no impulse at
-    both ends only where ``Δv_c = 0`` or where it can carry none (a zero effort limit). Far more contacts
+    ``vc_source`` (``VC_*``): at the warm start ``v_c = J v0`` is read, not formed (the row builders sum it
+    while their entries are at hand). After a line search ``v`` is ``v + α Δv``, and a row without impulse on
+    that whole segment (``c_segment_dead``, from ``line_rows``) only moves along it, ``v_c += α Δv_c``
+    (``J v`` but for round-off), and keeps ``γ = 0``, ``ℓ_c = 0`` and the ``G`` of the segment's start: a
+    contact or a limit has ``G = 0`` wherever ``γ = 0``, and a row with a linear branch (drive, bilateral) has
+    no impulse at both ends only where ``Δv_c = 0`` or where it can carry none (a zero effort limit). Far more contacts
     lie in the collision gap than touch (a pile: about 700 of 750 rows per world), so this skips most of
     the kernel's products and impulses."""
     begin, end = thread_slots(wp.tid(), slots_per_thread, used_count[0])
@@ -399,11 +405,13 @@ def constraint_eval(
         w = c_world[c]
         if world_active[w] == 0:
             continue
-        if after_line_search == 1 and c_segment_dead[c] == 1:
+        if vc_source == VC_AFTER_LINE_SEARCH and c_segment_dead[c] == 1:
             c_vc[c] = c_vc[c] + world_alpha[w] * c_dvc[c]
             continue  # γ, G and ℓ_c as at the segment's start (see above)
         nnz = c_nnz[c]
-        vc = row_product(c, c_nnz, c_dof, c_J, v)
+        vc = c_vc[c]
+        if vc_source != VC_AT_START:
+            vc = row_product(c, c_nnz, c_dof, c_J, v)
         gamma, G, cost = constraint_impulse(c_kind[c], vc, c_vhat[c], c_R[c], c_param[c])
         c_vc[c] = vc
         c_gamma_out[c] = gamma
@@ -1002,7 +1010,7 @@ class SapSolver:
                     control.joint_target_qd, joint_act, v0, tau, A_inv_diag,
                 ],
                 outputs=[self.c_world, self.c_kind, self.c_R, self.c_vhat, self.c_param, self.c_nnz, self.c_dof,
-                         self.c_J],
+                         self.c_J, self.c_vc],
                 device=dev,
             )  # fmt: skip
         if n_loop:
@@ -1012,10 +1020,10 @@ class SapSolver:
                 inputs=[
                     T.loop_joints, model.joint_type, model.joint_parent, model.joint_child, model.joint_X_p,
                     model.joint_X_c, model.joint_axis, model.joint_qd_start, T.body_world, T.body_last_dof,
-                    T.dof_parent, T.dof_tree, n_contacts + n_joint, dt, body_q, tree_ref, dof_S_tree, A_inv_diag,
+                    T.dof_parent, T.dof_tree, n_contacts + n_joint, dt, body_q, tree_ref, dof_S_tree, A_inv_diag, v0,
                 ],
                 outputs=[self.c_world, self.c_kind, self.c_R, self.c_vhat, self.c_param, self.c_nnz, self.c_dof,
-                         self.c_J],
+                         self.c_J, self.c_vc],
                 device=dev,
             )  # fmt: skip
         if n_contacts + n_joint + n_loop == 0:
@@ -1205,12 +1213,13 @@ class SapSolver:
         o, T, topo, dev = self.options, self.T, self.topo, self.device
         momentum = int(o.momentum_mode)
         ndof = topo.dof_count
+        vc_source = VC_AT_START if warm_start else (VC_FROM_V if resume else VC_AFTER_LINE_SEARCH)
         wp.launch(
             constraint_eval,
             dim=self.slot_threads,
             inputs=[self.slots_per_thread, self.used_count, self.used_slots, self.world_active,
                     self.c_world, self.c_kind, self.c_R, self.c_vhat, self.c_param, self.c_nnz, self.c_dof, self.c_J,
-                    self.v, int(not (warm_start or resume)), self.c_segment_dead, self.c_dvc, self.world_alpha],
+                    self.v, vc_source, self.c_segment_dead, self.c_dvc, self.world_alpha],
             outputs=[self.c_vc, self.c_gamma, self.c_G, self.jtg, self.world_cost],
             device=dev,
         )  # fmt: skip
