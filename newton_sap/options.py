@@ -73,9 +73,9 @@ class SapOptions:
             solution: a world where one of them would act is solved again with it. Same solutions;
             Newton's default gap of 0.1 m gives a 50-sphere pile about 700 contacts per world, of which
             about 100 can act in a step. False keeps every contact in the iterations. None (default): on
-            the CPU, off on CUDA devices, where the retry's re-sort (``wp.utils.array_scan``) allocates its
-            scratch inside a conditional graph node, which CUDA graphs forbid (launched without a graph it
-            works there).
+            the CPU; off on CUDA devices until it is checked and timed on a GPU (the retry runs the Newton
+            loop inside a second conditional graph node; its re-sort allocates nothing, ``scan.py``, as
+            CUDA graphs require there). True opts in on any device.
     """
 
     momentum_mode: bool = False

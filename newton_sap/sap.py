@@ -33,7 +33,8 @@ it in this step (``contact_is_distant`` at ``v0``) are *parked*: counted in ``nu
 the row lists that the iterations sweep. After the loop, ``check_parked_contacts`` evaluates them at the
 solution; a world where one would carry an impulse has that row joined to its lists and is solved again
 from its ``v`` (``_retry``, a ``wp.capture_while`` of its own), so the answer is that of the full problem. A row
-joins at most once, so the retries end.
+joins at most once, so the retries end. The lists are sorted by scans into buffers allocated with the solver
+(``scan.py``): nothing is allocated inside the retry's conditional graph node.
 
 The first check runs at the warm start ``v = v0``. In v* mode the free motion ``v*`` is formed only after
 it, in the worlds that read it (``select_free_motion_worlds``: those still iterating, whose ``v_ref`` it is,
@@ -64,6 +65,7 @@ from .line_search import NO_DESCENT, NO_DESCENT_RELATIVE_RESIDUAL, line_dots, li
 from .loop_constraints import loop_rows
 from .pcg import CG_LOOSEST_TOLERANCE, CG_MODEL_LOOSEST_TOLERANCE, precond_diag_init, tree_factor_kernel, world_pcg
 from .pcg_parallel import ParallelConjugateGradients
+from .scan import chunk_sums_size, exclusive_scan
 from .stiction_prediction import adopt_model_direction, model_direction_slope, predict_stiction
 from .topology import bucket_views
 
@@ -905,6 +907,7 @@ class SapSolver:
         self.world_parked_count = zeros(nw, wp.int32)  # parked contacts (left out of the Newton iterations)
         self.world_constraint_count = zeros(nw, wp.int32)
         self.world_constraint_start = zeros(nw, wp.int32)
+        self.world_chunk_sums = zeros(chunk_sums_size(nw), wp.int32)  # scratch of the worlds' scan
         self.world_fill = zeros(nw, wp.int32)
         self.used_count = zeros(1, wp.int32)  # used constraint slots in all worlds
         self.slots_per_thread = slots_per_thread(device)
@@ -950,6 +953,7 @@ class SapSolver:
             "world_constraints": zeros(n, wp.int32),
             "slot_used": zeros(n, wp.int32),
             "slot_rank": zeros(n, wp.int32),
+            "slot_chunk_sums": zeros(chunk_sums_size(n), wp.int32),  # scratch of the slots' scan
             "used_slots": zeros(n, wp.int32),
             "curved_rows": zeros(n, wp.int32),
         }
@@ -1044,8 +1048,8 @@ class SapSolver:
         dev = self.device
         wp.launch(count_constraints, dim=self.slot_threads, inputs=[self.slots_per_thread, self.c_world, self.c_parked],
                   outputs=[self.world_constraint_count, self.slot_used], device=dev)  # fmt: skip
-        wp.utils.array_scan(self.world_constraint_count, self.world_constraint_start, inclusive=False)
-        wp.utils.array_scan(self.slot_used, self.slot_rank, inclusive=False)
+        exclusive_scan(self.world_constraint_count, self.world_constraint_start, self.world_chunk_sums)
+        exclusive_scan(self.slot_used, self.slot_rank, self.slot_chunk_sums)
         wp.launch(
             sort_constraints_by_world,
             dim=self.slot_threads,

@@ -53,6 +53,34 @@ def test_a_parked_contact_that_acts_is_solved_again(momentum_mode, solve):
     np.testing.assert_allclose(forces, forces_full, atol=1e-3 * np.abs(forces_full).max())
 
 
+@pytest.mark.parametrize("solve", list(SOLVES))
+def test_a_retry_allocates_nothing(monkeypatch, solve):
+    """The retry runs inside a conditional node of the step's graph, where CUDA graphs allow no allocation:
+    its re-sort scans into buffers allocated with the solver (``scan.py``), not ``wp.utils.array_scan``,
+    which allocates its scratch on CUDA. Any array allocated on a device while a retry runs fails here."""
+    import warp as wp
+
+    model, qd0 = pushed_and_receding()
+    run = Run(model, qd0, park_distant_contacts=True, **SOLVES[solve])
+    sap = run.solver._sap
+    retry = sap._retry
+    retries = []
+
+    def retry_without_allocation(*args, **kwargs):
+        def refuse(*_args, **_kwargs):
+            raise AssertionError("an array was allocated during the retry")
+
+        with monkeypatch.context() as m:
+            m.setattr(wp.Device, "get_allocator", refuse)
+            m.setattr(wp.utils, "array_scan", refuse)
+            retry(*args, **kwargs)
+        retries.append(1)
+
+    monkeypatch.setattr(sap, "_retry", retry_without_allocation)
+    run.step(DT)
+    assert retries and sap.world_iteration_offset.numpy()[0] > 0
+
+
 def test_landing_pile_parks_most_contacts_and_keeps_its_answers():
     """A landing 10-sphere pile, both solvers from the same state every step: most contacts in Newton's
     0.1 m detection gap are parked, the velocities agree to the float32 floor."""
