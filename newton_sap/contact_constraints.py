@@ -18,15 +18,18 @@ Per contact slot ``slot < rigid_contact_count`` (a thread takes a run of slots):
   ``contact_compliance``), the bias velocity v̂ and the friction coefficient μ from the pair's materials
   (or the solver's overrides);
 * with ``park = 1``, whether the contact is distant (``contact_is_distant`` at the step's start velocity
-  ``v0``): ``c_parked``, with ``γ = 0`` and ``G = 0``; the solver leaves such rows out of the
-  Newton iterations and checks them at the solution (``sap.py``).
+  ``v0``, its ``v_c0`` from the body twists, ``jacobian.body_chain_twists``): ``c_parked``, with ``γ = 0`` and
+  ``G = 0``, and neither Jacobian entries nor Delassus estimate nor R (they cost most of a row); the solver
+  leaves such rows out of the Newton iterations and checks them at the solution from the body twists there
+  (``sap.py``). A row the check finds acting, or every parked row for a snapshot, is completed by this
+  kernel again in a completing mode.
 """
 
 import warp as wp
 
 from .constraints.dispatch import CONTACT, thread_slots
 from .constraints.friction_cone import contact_bias_velocity, contact_compliance, contact_is_distant
-from .jacobian import chain_rows, tangent_frame
+from .jacobian import chain_rows, point_velocity, tangent_frame
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
@@ -59,6 +62,17 @@ def pair_parameters(
     return k, tau, mu
 
 
+ROWS_BUILD = wp.constant(0)
+"""``contact_rows`` mode: every contact's row; a distant one parked without Jacobian entries or compliance."""
+ROWS_COMPLETE_UNPARKED = wp.constant(1)
+"""Mode: the rows a check unparked (``c_parked = UNPARKED``) get their entries and R and join the iterations."""
+ROWS_COMPLETE_PARKED = wp.constant(2)
+"""Mode: every parked row gets its entries and R and stays parked (a snapshot's constraint data)."""
+
+PARKED = wp.constant(1)  # c_parked: out of the Newton iterations, entries and R not formed unless completed
+UNPARKED = wp.constant(2)  # c_parked: would act at the solution (check_parked_contacts), row to complete
+
+
 @wp.kernel
 def contact_rows(
     # model
@@ -73,6 +87,7 @@ def contact_rows(
     dof_tree: wp.array(dtype=wp.int32),
     gravity: wp.array(dtype=wp.vec3),
     # options
+    mode: int,
     slots_per_thread: int,
     slot_count: int,
     stiffness_override: float,
@@ -95,7 +110,8 @@ def contact_rows(
     dof_S_tree: wp.array(dtype=wp.spatial_vector),
     A_inv_diag: wp.array(dtype=float),
     v0: wp.array(dtype=float),
-    # outputs
+    body_twist: wp.array(dtype=wp.spatial_vector),
+    # outputs (c_parked read and updated)
     c_world_out: wp.array(dtype=wp.int32),
     c_kind_out: wp.array(dtype=wp.int32),
     c_frame_out: wp.array(dtype=wp.mat33),
@@ -107,21 +123,29 @@ def contact_rows(
     c_nnz_out: wp.array(dtype=wp.int32),
     c_dof_out: wp.array2d(dtype=wp.int32),
     c_J_out: wp.array2d(dtype=wp.vec3),
-    c_parked_out: wp.array(dtype=wp.int32),
+    c_parked: wp.array(dtype=wp.int32),
     c_vc_out: wp.array(dtype=wp.vec3),
     c_gamma_out: wp.array(dtype=wp.vec3),
     c_G_out: wp.array(dtype=wp.mat33),
     world_contact_count: wp.array(dtype=wp.int32),
     world_parked_count: wp.array(dtype=wp.int32),
 ):
-    """The rows of the contacts in the slots of this thread (``thread_slots``; see the module doc);
-    ``c_world_out = -1`` marks an unused slot."""
+    """The rows of the contacts in the slots of this thread (``thread_slots``; see the module doc).
+    ``ROWS_BUILD``: every slot, ``c_world_out = -1`` marking an unused one; with ``park = 1`` a distant contact
+    (``contact_is_distant`` at ``v0``, its velocity from the body twists at ``v0``, ``body_chain_twists``) is
+    parked without entries and with R = 0. The completing modes form the entries and R of the slots they
+    select (same geometry, same walk) and leave the rest of each row, and every other slot, as it is."""
     begin, end = thread_slots(wp.tid(), slots_per_thread, slot_count)
     for c in range(begin, end):
-        c_world_out[c] = -1
-        c_nnz_out[c] = 0
-        c_parked_out[c] = 0
-        if c >= contact_count[0]:
+        if mode == ROWS_BUILD:
+            c_world_out[c] = -1
+            c_nnz_out[c] = 0
+            c_parked[c] = 0
+            if c >= contact_count[0]:
+                continue
+        elif mode == ROWS_COMPLETE_UNPARKED and c_parked[c] != UNPARKED:
+            continue
+        elif mode == ROWS_COMPLETE_PARKED and c_parked[c] != PARKED:
             continue
         s0 = contact_shape0[c]
         s1 = contact_shape1[c]
@@ -157,30 +181,38 @@ def contact_rows(
         p = 0.5 * ((p0 + r0 * n) + (p1 - r1 * n))
         R_WC = tangent_frame(n)
         R_CW = wp.transpose(R_WC)
-
-        # Jacobian entries along both chains, and the Delassus estimate from diag(A)
-        e, v_c0, w_norm = chain_rows(c, d1, d0, R_CW, p, 0, tree_ref, dof_tree, dof_parent, dof_S_tree, A_inv_diag,
-                                     v0, c_dof_out, c_J_out)  # fmt: skip
-
         k_pair, tau, mu = pair_parameters(
             s0, s1, shape_ke, shape_kd, shape_mu, stiffness_override, dissipation_override
         )
         v_hat = contact_bias_velocity(phi0, dt, tau)
-        R = contact_compliance(k_pair, tau, dt, beta, sigma, w_norm / 3.0)
-        c_world_out[c] = world
-        c_kind_out[c] = CONTACT
-        c_frame_out[c] = R_WC
-        c_R_out[c] = R
-        c_vhat_out[c] = v_hat
-        c_param_out[c] = mu
-        c_phi_out[c] = phi0
-        c_point_out[c] = p
+        if mode == ROWS_BUILD:
+            c_world_out[c] = world
+            c_kind_out[c] = CONTACT
+            c_frame_out[c] = R_WC
+            c_vhat_out[c] = v_hat
+            c_param_out[c] = mu
+            c_phi_out[c] = phi0
+            c_point_out[c] = p
+            wp.atomic_add(world_contact_count, world, 1)
+            if park == 1 and phi0 > 0.0:
+                v_rel = point_velocity(b1, p, body_tree, tree_ref, body_twist)
+                v_rel -= point_velocity(b0, p, body_tree, tree_ref, body_twist)
+                v_c0 = R_CW * v_rel
+                if contact_is_distant(phi0, v_c0, v_hat, mu, dt, dt * wp.length(gravity[world])) == 1:
+                    c_parked[c] = PARKED
+                    c_R_out[c] = wp.vec3(0.0)
+                    c_vc_out[c] = v_c0
+                    c_gamma_out[c] = wp.vec3(0.0)
+                    c_G_out[c] = wp.mat33(0.0)
+                    wp.atomic_add(world_parked_count, world, 1)
+                    continue
+
+        # Jacobian entries along both chains, and the Delassus estimate from diag(A)
+        e, v_c0, w_norm = chain_rows(c, d1, d0, R_CW, p, 0, tree_ref, dof_tree, dof_parent, dof_S_tree, A_inv_diag,
+                                     v0, c_dof_out, c_J_out)  # fmt: skip
+        c_R_out[c] = contact_compliance(k_pair, tau, dt, beta, sigma, w_norm / 3.0)
         c_nnz_out[c] = e
-        c_vc_out[c] = v_c0
-        if park == 1 and phi0 > 0.0:
-            if contact_is_distant(phi0, v_c0, v_hat, R, mu, dt, dt * wp.length(gravity[world])) == 1:
-                c_parked_out[c] = 1
-                c_gamma_out[c] = wp.vec3(0.0)
-                c_G_out[c] = wp.mat33(0.0)
-                wp.atomic_add(world_parked_count, world, 1)
-        wp.atomic_add(world_contact_count, world, 1)
+        if mode == ROWS_BUILD:
+            c_vc_out[c] = v_c0
+        elif mode == ROWS_COMPLETE_UNPARKED:
+            c_parked[c] = 0

@@ -6,9 +6,14 @@ are sums over the dofs of each body's chain, ``V = Σ S̄_k q̇_k`` with ``S̄_k
 tree's point r (its COM, see ``dynamics``); so the Jacobian entry of dof k is ``± rows · (v̄_k + ω_k × (p − r))``
 (or ``± rows · ω_k``). Dofs shared by both chains (a self-contact or a loop closure within one tree) move
 both sides alike: the walks stop at the chains' common ancestor.
+
+Where only the rows' velocity is wanted (the parked contacts' checks), the body twists ``V_b = Σ S̄_k q̇_k``
+over each body's chain (``body_chain_twists``) give it without entries: ``v(p) = v̄_b + ω_b × (p − r)``.
 """
 
 import warp as wp
+
+wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
 
 @wp.func
@@ -116,3 +121,45 @@ def chain_rows(
             e += 1
             k = dof_parent[k]
     return e, v_c, wp.sqrt(wp.dot(W_diag, W_diag) + 2.0 * wp.dot(W_upper, W_upper))
+
+
+@wp.kernel
+def body_chain_twists(
+    # model
+    body_last_dof: wp.array(dtype=wp.int32),
+    dof_parent: wp.array(dtype=wp.int32),
+    # inputs
+    dof_S_tree: wp.array(dtype=wp.spatial_vector),
+    v: wp.array(dtype=float),
+    # outputs
+    body_twist_out: wp.array(dtype=wp.spatial_vector),
+):
+    """Per body, its twist ``V_b = Σ_k S̄_k v_k = [ω; v̄]`` [rad/s; m/s] at the dof velocities ``v``, summed over
+    its dof chain, with the linear part at its tree's point (``S̄_k`` about ``tree_ref``); zero for a body
+    without dofs."""
+    b = wp.tid()
+    twist = wp.spatial_vector()
+    k = body_last_dof[b]
+    while k >= 0:
+        twist += dof_S_tree[k] * v[k]
+        k = dof_parent[k]
+    body_twist_out[b] = twist
+
+
+@wp.func
+def point_velocity(
+    body: int,
+    p: wp.vec3,
+    body_tree: wp.array(dtype=wp.int32),
+    tree_ref: wp.array(dtype=wp.vec3),
+    body_twist: wp.array(dtype=wp.spatial_vector),
+):
+    """Velocity [m/s] of the world point p [m] moving with ``body`` (``body_chain_twists``): ``v̄ + ω × (p − r)``;
+    zero for no body (-1) or a body outside the trees."""
+    if body < 0:
+        return wp.vec3(0.0)
+    t = body_tree[body]
+    if t < 0:
+        return wp.vec3(0.0)
+    twist = body_twist[body]
+    return wp.spatial_bottom(twist) + wp.cross(wp.spatial_top(twist), p - tree_ref[t])

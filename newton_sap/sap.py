@@ -56,10 +56,17 @@ import warp as wp
 
 from .block_cholesky import world_block_cholesky
 from .constraints.dispatch import constraint_impulse, slots_per_thread, thread_slots
-from .constraints.friction_cone import friction_cone_impulse
-from .contact_constraints import contact_rows
+from .constraints.friction_cone import contact_separates
+from .contact_constraints import (
+    PARKED,
+    ROWS_BUILD,
+    ROWS_COMPLETE_PARKED,
+    ROWS_COMPLETE_UNPARKED,
+    UNPARKED,
+    contact_rows,
+)
 from .factorization import solve_tree_systems, sparse_matvec, uses_tree_ldlt
-from .jacobian import row_product, second_walk
+from .jacobian import body_chain_twists, point_velocity, row_product, second_walk
 from .joint_constraints import SLOTS_PER_DOF, joint_constraint_rows
 from .line_search import NO_DESCENT, NO_DESCENT_RELATIVE_RESIDUAL, line_dots, line_rows, line_search
 from .loop_constraints import loop_rows
@@ -691,55 +698,57 @@ def contact_forces(
 
 @wp.kernel
 def check_parked_contacts(
+    # model
+    shape_body: wp.array(dtype=wp.int32),
+    body_tree: wp.array(dtype=wp.int32),
     # inputs
     slots_per_thread: int,
     slot_count: int,
     momentum_mode: int,
+    contact_shape0: wp.array(dtype=wp.int32),
+    contact_shape1: wp.array(dtype=wp.int32),
+    tree_ref: wp.array(dtype=wp.vec3),
+    body_twist: wp.array(dtype=wp.spatial_vector),
     world_iterations: wp.array(dtype=wp.int32),
     world_constraint_count: wp.array(dtype=wp.int32),
     c_world: wp.array(dtype=wp.int32),
-    c_R: wp.array(dtype=wp.vec3),
+    c_frame: wp.array(dtype=wp.mat33),
+    c_point: wp.array(dtype=wp.vec3),
     c_vhat: wp.array(dtype=wp.vec3),
     c_param: wp.array(dtype=float),
-    c_nnz: wp.array(dtype=wp.int32),
-    c_dof: wp.array2d(dtype=wp.int32),
-    c_J: wp.array2d(dtype=wp.vec3),
-    v: wp.array(dtype=float),
     world_residual: wp.array(dtype=float),
     # outputs (c_parked and world_parked_count read and updated; world_retry and any_retry zeroed before)
     c_parked: wp.array(dtype=wp.int32),
     c_vc_out: wp.array(dtype=wp.vec3),
-    c_gamma_out: wp.array(dtype=wp.vec3),
-    c_G_out: wp.array(dtype=wp.mat33),
     world_parked_count: wp.array(dtype=wp.int32),
     world_retry_out: wp.array(dtype=wp.int32),
     any_retry_out: wp.array(dtype=wp.int32),
 ):
-    """Per parked contact of the first ``slot_count`` slots, at the solved ``v``: ``v_c = J v`` and its impulse.
-    Without impulse and cost (the contact stays apart, as predicted) its ``γ = 0``, ``G = 0`` are the answer's;
-    otherwise the row joins the Newton iterations (``c_parked = 0``) and its world is flagged for a retry. A
-    world with a non-finite residual (broken, flagged in the stats) is not retried. Skipped: the worlds whose
-    ``v`` has not moved since their parked rows were found without impulse, those that took no Newton
-    iteration but adopted no ``v*`` (``v = v0``, as at parking; or as at the previous check, in a retry that
-    converged at once). A thread takes a run of slots."""
+    """Per parked contact of the first ``slot_count`` slots, at the solved ``v``: ``v_c`` from the body twists
+    at ``v`` (``body_chain_twists``). A contact that still separates (``contact_separates``: no impulse for any
+    compliance) keeps ``γ = 0``, ``G = 0`` as the answer's; otherwise it is marked ``UNPARKED`` (its row is
+    completed and joins the Newton iterations, ``contact_rows``) and its world is flagged for a retry. A world
+    with a non-finite residual (broken, flagged in the stats) is not retried. Skipped: the worlds whose ``v``
+    has not moved since their parked rows were found separating, those that took no Newton iteration but
+    adopted no ``v*`` (``v = v0``, as at parking; or as at the previous check, in a retry that converged at
+    once). A thread takes a run of slots."""
     begin, end = thread_slots(wp.tid(), slots_per_thread, slot_count)
     for c in range(begin, end):
-        if c_parked[c] == 0:
+        if c_parked[c] != PARKED:
             continue
         w = c_world[c]
         if world_iterations[w] == 0 and (momentum_mode == 1 or world_constraint_count[w] > 0):
             continue
-        vc = row_product(c, c_nnz, c_dof, c_J, v)
-        gamma, G, cost = friction_cone_impulse(vc, c_vhat[c], c_R[c], c_param[c])
+        p = c_point[c]
+        v_rel = point_velocity(shape_body[contact_shape1[c]], p, body_tree, tree_ref, body_twist)
+        v_rel -= point_velocity(shape_body[contact_shape0[c]], p, body_tree, tree_ref, body_twist)
+        vc = wp.transpose(c_frame[c]) * v_rel
         c_vc_out[c] = vc
-        if wp.isfinite(world_residual[w]) and (cost != 0.0 or wp.dot(gamma, gamma) != 0.0):
-            c_parked[c] = 0
+        if wp.isfinite(world_residual[w]) and contact_separates(vc, c_vhat[c], c_param[c]) == 0:
+            c_parked[c] = UNPARKED
             wp.atomic_sub(world_parked_count, w, 1)
             world_retry_out[w] = 1
             any_retry_out[0] = 1
-        else:
-            c_gamma_out[c] = wp.vec3(0.0)
-            c_G_out[c] = wp.mat33(0.0)
 
 
 @wp.kernel
@@ -908,6 +917,7 @@ class SapSolver:
         self.world_constraint_count = zeros(nw, wp.int32)
         self.world_constraint_start = zeros(nw, wp.int32)
         self.world_chunk_sums = zeros(chunk_sums_size(nw), wp.int32)  # scratch of the worlds' scan
+        self.body_twist = zeros(max(topology.body_count, 1), wp.spatial_vector)  # parked contacts' velocities
         self.world_fill = zeros(nw, wp.int32)
         self.used_count = zeros(1, wp.int32)  # used constraint slots in all worlds
         self.slots_per_thread = slots_per_thread(device)
@@ -979,26 +989,29 @@ class SapSolver:
         if n_contacts:
             stiffness = o.contact_stiffness if o.contact_stiffness is not None else -1.0
             dissipation = o.contact_dissipation_time if o.contact_dissipation_time is not None else -1.0
-            wp.launch(
-                contact_rows,
-                dim=-(-n_contacts // self.slots_per_thread),
-                inputs=[
+            if self.parking:
+                self._body_twists(dof_S_tree, v0)
+            self._contact_row_args = {
+                "dim": -(-n_contacts // self.slots_per_thread),
+                "options": [self.slots_per_thread, n_contacts, stiffness, dissipation, o.near_rigid_threshold,
+                            o.friction_regularization, dt, int(self.parking)],
+                "inputs": [
                     model.shape_body, model.shape_material_ke, model.shape_material_kd,
                     model.shape_material_mu, T.body_tree, T.body_world, T.body_last_dof, T.dof_parent, T.dof_tree,
-                    model.gravity, self.slots_per_thread, n_contacts, stiffness, dissipation, o.near_rigid_threshold,
-                    o.friction_regularization, dt, int(self.parking),
+                    model.gravity,
+                ],
+                "state": [
                     contacts.rigid_contact_count, contacts.rigid_contact_shape0, contacts.rigid_contact_shape1,
                     contacts.rigid_contact_point0, contacts.rigid_contact_point1, contacts.rigid_contact_normal,
                     contacts.rigid_contact_margin0, contacts.rigid_contact_margin1, body_q, tree_ref, dof_S_tree,
-                    A_inv_diag, v0,
+                    A_inv_diag, v0, self.body_twist,
                 ],
-                outputs=[
-                    self.c_world, self.c_kind, self.c_frame, self.c_R, self.c_vhat, self.c_param, self.c_phi,
-                    self.c_point, self.c_nnz, self.c_dof, self.c_J, self.c_parked, self.c_vc, self.c_gamma, self.c_G,
-                    self.world_contact_count, self.world_parked_count,
-                ],
-                device=dev,
-            )  # fmt: skip
+            }  # fmt: skip
+            self._parked_check_args = {
+                "shape_body": model.shape_body, "body_tree": T.body_tree, "shape0": contacts.rigid_contact_shape0,
+                "shape1": contacts.rigid_contact_shape1, "tree_ref": tree_ref, "dof_S_tree": dof_S_tree,
+            }  # fmt: skip
+            self._contact_rows(ROWS_BUILD)
         if n_joint:
             limit_k = o.joint_limit_stiffness if o.joint_limit_stiffness is not None else -1.0
             joint_act = control.joint_act if control.joint_act is not None else self.zero_dof
@@ -1033,6 +1046,34 @@ class SapSolver:
         if n_contacts + n_joint + n_loop == 0:
             self.c_world.fill_(-1)
         self._sort_constraints()
+
+    def _contact_rows(self, mode: int) -> None:
+        """``contact_rows`` over this step's contact slots in ``mode`` (``ROWS_*``), with the inputs that
+        ``setup_constraints`` gathered."""
+        a = self._contact_row_args
+        wp.launch(
+            contact_rows,
+            dim=a["dim"],
+            inputs=[*a["inputs"], mode, *a["options"], *a["state"]],
+            outputs=[
+                self.c_world, self.c_kind, self.c_frame, self.c_R, self.c_vhat, self.c_param, self.c_phi,
+                self.c_point, self.c_nnz, self.c_dof, self.c_J, self.c_parked, self.c_vc, self.c_gamma, self.c_G,
+                self.world_contact_count, self.world_parked_count,
+            ],
+            device=self.device,
+        )  # fmt: skip
+
+    def _body_twists(self, dof_S_tree, v) -> None:
+        """``body_twist``: every body's twist at the dof velocities ``v`` (``body_chain_twists``)."""
+        T = self.T
+        wp.launch(body_chain_twists, dim=self.topo.body_count, inputs=[T.body_last_dof, T.dof_parent, dof_S_tree, v],
+                  outputs=[self.body_twist], device=self.device)  # fmt: skip
+
+    def complete_parked_rows(self) -> None:
+        """Jacobian entries and compliances of the contacts parked at the end of the step, which the
+        iterations never needed (a snapshot reports every contact's); they stay parked."""
+        if self.parking:
+            self._contact_rows(ROWS_COMPLETE_PARKED)
 
     def _reset_counts(self, reset_contacts: bool) -> None:
         """The constraint counts at zero before the lists are built (``reset_contacts``: the contact counts too,
@@ -1116,26 +1157,29 @@ class SapSolver:
 
     def _check_parked_contacts(self) -> None:
         """The parked contacts at the solved ``v``: the answer's (no impulse) or flagged for a retry."""
+        a = self._parked_check_args
+        self._body_twists(a["dof_S_tree"], self.v)
         wp.launch(
             check_parked_contacts,
             dim=-(-self.contact_slots // self.slots_per_thread),
-            inputs=[self.slots_per_thread, self.contact_slots, int(self.options.momentum_mode), self.world_iterations,
-                    self.world_constraint_count, self.c_world, self.c_R, self.c_vhat, self.c_param, self.c_nnz,
-                    self.c_dof, self.c_J, self.v, self.world_residual],
-            outputs=[self.c_parked, self.c_vc, self.c_gamma, self.c_G, self.world_parked_count, self.world_retry,
-                     self.any_retry],
+            inputs=[a["shape_body"], a["body_tree"], self.slots_per_thread, self.contact_slots,
+                    int(self.options.momentum_mode), a["shape0"], a["shape1"], a["tree_ref"], self.body_twist,
+                    self.world_iterations, self.world_constraint_count, self.c_world, self.c_frame, self.c_point,
+                    self.c_vhat, self.c_param, self.world_residual],
+            outputs=[self.c_parked, self.c_vc, self.world_parked_count, self.world_retry, self.any_retry],
             device=self.device,
         )  # fmt: skip
 
     def _retry(self, A_rows, tree_blocks, v0, v_star, tau, dt: float) -> None:
-        """The worlds where a parked contact would act, solved again with it from their ``v``: the row lists
-        rebuilt, ``A (v − v_ref)`` from two products, a full evaluation, the Newton loop, and the check of the
-        contacts still parked (see the module doc). In v* mode every such world has formed ``v*``: the check
-        skips the worlds that stopped at the warm start, and the others took Newton iterations or adopted
-        ``v*`` (``select_free_motion_worlds``)."""
+        """The worlds where a parked contact would act, solved again with it from their ``v``: its row
+        completed (``ROWS_COMPLETE_UNPARKED``), the row lists rebuilt, ``A (v − v_ref)`` from two products, a
+        full evaluation, the Newton loop, and the check of the contacts still parked (see the module doc). In
+        v* mode every such world has formed ``v*``: the check skips the worlds that stopped at the warm start,
+        and the others took Newton iterations or adopted ``v*`` (``select_free_motion_worlds``)."""
         o, T, topo, dev = self.options, self.T, self.topo, self.device
         momentum = int(o.momentum_mode)
         nw, ndof = topo.world_count, topo.dof_count
+        self._contact_rows(ROWS_COMPLETE_UNPARKED)
         self._reset_counts(reset_contacts=False)
         self._sort_constraints()
         wp.launch(

@@ -120,6 +120,7 @@ def _contact_data(solver, state, control, contacts, dt, maps, snap) -> None:
     v = sap.solve(solver._rows, solver._dense, solver._v0, solver._v_star, solver._tau, dt,
                   functools.partial(solver._free_motion, dt))  # fmt: skip
     solver._flag_failed_worlds(v)
+    sap.complete_parked_rows()  # the parked contacts' Jacobians and compliances, not formed by the solve
     v_int = v.numpy()
     c_world, c_kind = sap.c_world.numpy(), sap.c_kind.numpy()
     c_nnz, c_dof, c_J = sap.c_nnz.numpy(), sap.c_dof.numpy(), sap.c_J.numpy().astype(np.float64)

@@ -4,7 +4,12 @@ import numpy as np
 import pytest
 import warp as wp
 
-from newton_sap.constraints.friction_cone import contact_bias_velocity, contact_compliance, friction_cone_impulse
+from newton_sap.constraints.friction_cone import (
+    contact_bias_velocity,
+    contact_compliance,
+    contact_separates,
+    friction_cone_impulse,
+)
 
 # SAP.md §3 known-answer parameters
 MU, K, TAU_D, BETA, SIGMA, DT, W, PHI0 = 0.5, 3e5, 0.02, 1.0, 1e-3, 0.01, 1.0, -2.5e-3
@@ -114,3 +119,35 @@ def test_impulse_and_hessian_are_derivatives_of_the_cost(region):
         assert np.abs(fd_G - G[0]).max() < 2e-2 * scale_G, (region, v, mu)
         assert np.allclose(G[0], G[0].T, atol=1e-3 * scale_G)  # symmetric
         assert np.linalg.eigvalsh(0.5 * (G[0] + G[0].T)).min() > -1e-3 * scale_G  # PSD
+
+
+@wp.kernel
+def _separates(
+    v_c: wp.array(dtype=wp.vec3), v_hat: wp.array(dtype=wp.vec3), mu: wp.array(dtype=float), out: wp.array(dtype=int)
+):
+    i = wp.tid()
+    out[i] = contact_separates(v_c[i], v_hat[i], mu[i])
+
+
+def test_separation_needs_no_compliance():
+    """``contact_separates`` (no impulse whatever R, used for parked contacts, which have no R) agrees with the
+    projection's separation region for random velocities, compliances (R_t ≠ R_n) and μ (some 0), away from
+    a round-off band at the region's boundary."""
+    rng = np.random.default_rng(11)
+    n = 4000
+    v_c = rng.normal(0.0, 1.0, (n, 3))
+    v_hat = np.zeros((n, 3))
+    v_hat[:, 2] = rng.normal(0.0, 0.5, n)
+    R_t = 10.0 ** rng.uniform(-7, -2, n)
+    R = np.stack([R_t, R_t, 10.0 ** rng.uniform(-7, -2, n)], axis=1)
+    mu = np.where(rng.random(n) < 0.2, 0.0, rng.uniform(0.1, 1.5, n))
+    gamma, _G, cost = evaluate(v_c, v_hat, R, mu)
+    no_impulse = np.all(gamma == 0.0, axis=1) & (cost == 0.0)
+    out = wp.zeros(n, dtype=int)
+    wp.launch(_separates, dim=n, inputs=[wp.array(v_c.astype(np.float32), dtype=wp.vec3),
+                                         wp.array(v_hat.astype(np.float32), dtype=wp.vec3),
+                                         wp.array(mu.astype(np.float32))], outputs=[out])  # fmt: skip
+    margin = v_c[:, 2] - v_hat[:, 2] - mu * np.linalg.norm(v_c[:, :2], axis=1)
+    clear = np.abs(margin) > 1e-5
+    assert 0.2 < no_impulse.mean() < 0.8 and clear.mean() > 0.99
+    np.testing.assert_array_equal(out.numpy()[clear] == 1, no_impulse[clear])
