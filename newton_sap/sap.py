@@ -30,9 +30,11 @@ Each Newton iteration (all worlds at once; a converged world stops):
 
 Distant contacts (``park_distant_contacts``): contacts in the detection gap whose bodies are far from closing
 it in this step (``contact_is_distant`` at ``v0``) are *parked*: counted in ``num_contacts`` but left out of
-the row lists that the iterations sweep. After the loop, ``check_parked_contacts`` evaluates them at the
-solution; a world where one would carry an impulse has that row joined to its lists and is solved again
-from its ``v`` (``_retry``, a ``wp.capture_while`` of its own), so the answer is that of the full problem. A row
+the row lists that the iterations sweep, and without Jacobian entries (their velocities come from the body
+twists, ``jacobian.body_chain_twists``). After the loop, ``check_parked_contacts`` evaluates them at the
+solution; a world where one would carry an impulse has that row completed and joined to its lists and is
+solved again from its ``v`` (``_retry``, a ``wp.capture_while`` of its own), so the answer is that of the
+full problem. A row
 joins at most once, so the retries end. The lists are sorted by scans into buffers allocated with the solver
 (``scan.py``): nothing is allocated inside the retry's conditional graph node.
 
