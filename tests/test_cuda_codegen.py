@@ -10,6 +10,7 @@ from newton_sap import (
     dynamics,
     factorization,
     integration,
+    jacobian,
     joint_constraints,
     kinematics,
     line_search,
@@ -17,12 +18,14 @@ from newton_sap import (
     pcg,
     pcg_parallel,
     sap,
+    scan,
     solver_sap,
     stiction_prediction,
 )
 
 MODULES = [kinematics, dynamics, factorization, integration, sap, line_search, stiction_prediction, block_cholesky,
-           pcg, pcg_parallel, solver_sap, contact_constraints, joint_constraints, loop_constraints]  # fmt: skip
+           pcg, pcg_parallel, solver_sap, contact_constraints, joint_constraints, loop_constraints, jacobian,
+           scan]  # fmt: skip
 
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)
