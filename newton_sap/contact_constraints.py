@@ -62,6 +62,23 @@ def pair_parameters(
     return k, tau, mu
 
 
+@wp.func
+def contact_velocity_from_twists(
+    body0: int,
+    body1: int,
+    p: wp.vec3,
+    R_WC: wp.mat33,
+    body_tree: wp.array(dtype=wp.int32),
+    tree_ref: wp.array(dtype=wp.vec3),
+    body_twist: wp.array(dtype=wp.spatial_vector),
+):
+    """A contact's ``v_c = R_WCᵀ (v_1(p) − v_0(p))`` [m/s] from the body twists (``body_chain_twists``): ``J v``
+    without Jacobian entries (bodies -1 or outside the trees do not move)."""
+    v_rel = point_velocity(body1, p, body_tree, tree_ref, body_twist)
+    v_rel -= point_velocity(body0, p, body_tree, tree_ref, body_twist)
+    return wp.transpose(R_WC) * v_rel
+
+
 ROWS_BUILD = wp.constant(0)
 """``contact_rows`` mode: every contact's row; a distant one parked without Jacobian entries or compliance."""
 ROWS_COMPLETE_UNPARKED = wp.constant(1)
@@ -195,9 +212,7 @@ def contact_rows(
             c_point_out[c] = p
             wp.atomic_add(world_contact_count, world, 1)
             if park == 1 and phi0 > 0.0:
-                v_rel = point_velocity(b1, p, body_tree, tree_ref, body_twist)
-                v_rel -= point_velocity(b0, p, body_tree, tree_ref, body_twist)
-                v_c0 = R_CW * v_rel
+                v_c0 = contact_velocity_from_twists(b0, b1, p, R_WC, body_tree, tree_ref, body_twist)
                 if contact_is_distant(phi0, v_c0, v_hat, mu, dt, dt * wp.length(gravity[world])) == 1:
                     c_parked[c] = PARKED
                     c_R_out[c] = wp.vec3(0.0)

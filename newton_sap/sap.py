@@ -34,9 +34,8 @@ the row lists that the iterations sweep, and without Jacobian entries (their vel
 twists, ``jacobian.body_chain_twists``). After the loop, ``check_parked_contacts`` evaluates them at the
 solution; a world where one would carry an impulse has that row completed and joined to its lists and is
 solved again from its ``v`` (``_retry``, a ``wp.capture_while`` of its own), so the answer is that of the
-full problem. A row
-joins at most once, so the retries end. The lists are sorted by scans into buffers allocated with the solver
-(``scan.py``): nothing is allocated inside the retry's conditional graph node.
+full problem. A row joins at most once, so the retries end. The lists are sorted by scans into buffers
+allocated with the solver (``scan.py``): nothing is allocated inside the retry's conditional graph node.
 
 The first check runs at the warm start ``v = v0``. In v* mode the free motion ``v*`` is formed only after
 it, in the worlds that read it (``select_free_motion_worlds``: those still iterating, whose ``v_ref`` it is,
@@ -66,9 +65,10 @@ from .contact_constraints import (
     ROWS_COMPLETE_UNPARKED,
     UNPARKED,
     contact_rows,
+    contact_velocity_from_twists,
 )
 from .factorization import solve_tree_systems, sparse_matvec, uses_tree_ldlt
-from .jacobian import body_chain_twists, point_velocity, row_product, second_walk
+from .jacobian import body_chain_twists, row_product, second_walk
 from .joint_constraints import SLOTS_PER_DOF, joint_constraint_rows
 from .line_search import NO_DESCENT, NO_DESCENT_RELATIVE_RESIDUAL, line_dots, line_rows, line_search
 from .loop_constraints import loop_rows
@@ -741,10 +741,8 @@ def check_parked_contacts(
         w = c_world[c]
         if world_iterations[w] == 0 and (momentum_mode == 1 or world_constraint_count[w] > 0):
             continue
-        p = c_point[c]
-        v_rel = point_velocity(shape_body[contact_shape1[c]], p, body_tree, tree_ref, body_twist)
-        v_rel -= point_velocity(shape_body[contact_shape0[c]], p, body_tree, tree_ref, body_twist)
-        vc = wp.transpose(c_frame[c]) * v_rel
+        vc = contact_velocity_from_twists(shape_body[contact_shape0[c]], shape_body[contact_shape1[c]], c_point[c],
+                                          c_frame[c], body_tree, tree_ref, body_twist)  # fmt: skip
         c_vc_out[c] = vc
         if wp.isfinite(world_residual[w]) and contact_separates(vc, c_vhat[c], c_param[c]) == 0:
             c_parked[c] = UNPARKED

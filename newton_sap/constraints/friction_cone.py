@@ -100,12 +100,19 @@ def friction_cone_impulse(v_c: wp.vec3, v_hat: wp.vec3, R: wp.vec3, mu: float):
 
 
 @wp.func
+def separation_margin(v_c: wp.vec3, v_hat: wp.vec3, mu: float):
+    """``v_n − v̂_n − μ ‖v_t‖`` [m/s] of a contact at velocity ``v_c``: ≥ 0 inside the separation region (no
+    impulse, :func:`contact_separates`), and how far inside."""
+    return v_c[2] - v_hat[2] - mu * wp.sqrt(v_c[0] * v_c[0] + v_c[1] * v_c[1])
+
+
+@wp.func
 def contact_separates(v_c: wp.vec3, v_hat: wp.vec3, mu: float):
     """1 if a contact at velocity ``v_c`` [m/s] has no impulse whatever its compliance R: ``v_n − v̂_n ≥ μ ‖v_t‖``
     (μ = 0: ``v_n ≥ v̂_n``), the separation region ``y_n ≤ −μ̂ y_r`` with R factored out. The soft norm's
     ``ε R_t`` inside ``‖v_t‖`` (about 1e-10 m/s for a 1 kg body) is below the float32 resolution of these
     velocities and left out."""
-    if v_c[2] - v_hat[2] >= mu * wp.sqrt(v_c[0] * v_c[0] + v_c[1] * v_c[1]):
+    if separation_margin(v_c, v_hat, mu) >= 0.0:
         return 1
     return 0
 
@@ -126,8 +133,7 @@ def contact_is_distant(phi0: float, v_c: wp.vec3, v_hat: wp.vec3, mu: float, dt:
     distant (see :data:`PARK_GAP_FRACTION`); ``gravity_speed = |g| Δt`` [m/s]."""
     if phi0 <= 0.0:
         return 0
-    margin = v_c[2] - v_hat[2] - mu * wp.sqrt(v_c[0] * v_c[0] + v_c[1] * v_c[1])
-    if margin <= wp.max(PARK_GAP_FRACTION * phi0 / dt, PARK_GRAVITY_STEPS * gravity_speed):
+    if separation_margin(v_c, v_hat, mu) <= wp.max(PARK_GAP_FRACTION * phi0 / dt, PARK_GRAVITY_STEPS * gravity_speed):
         return 0
     return 1
 
