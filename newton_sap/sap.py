@@ -32,10 +32,11 @@ Distant contacts (``park_distant_contacts``): contacts in the detection gap whos
 it in this step (``contact_is_distant`` at ``v0``) are *parked*: counted in ``num_contacts`` but left out of
 the row lists that the iterations sweep, and without Jacobian entries (their velocities come from the body
 twists, ``jacobian.body_chain_twists``). After the loop, ``check_parked_contacts`` evaluates them at the
-solution; a world where one would carry an impulse has that row completed and joined to its lists and is
-solved again from its ``v`` (``_retry``, a ``wp.capture_while`` of its own), so the answer is that of the
-full problem. A row joins at most once, so the retries end. The lists are sorted by scans into buffers
-allocated with the solver (``scan.py``): nothing is allocated inside the retry's conditional graph node.
+solution, unless no world's ``v`` left ``v0`` (a scene at rest: no launch); a world where one would carry an
+impulse has that row completed and joined to its lists and is solved again from its ``v`` (``_retry``, a
+``wp.capture_while`` of its own), so the answer is that of the full problem. A row joins at most once, so the
+retries end. The lists are sorted by scans into buffers allocated with the solver (``scan.py``): nothing is
+allocated inside the retry's conditional graph node.
 
 The first check runs at the warm start ``v = v0``. In v* mode the free motion ``v*`` is formed only after
 it, in the worlds that read it (``select_free_motion_worlds``: those still iterating, whose ``v_ref`` it is,
@@ -1150,7 +1151,10 @@ class SapSolver:
         wp.capture_if(self.any_active, self._prepare_directions, A_rows=A_rows)
         wp.capture_while(self.any_active, self._newton_iteration, **args)
         if self.parking:
-            self._check_parked_contacts()
+            # only where v moved from v0, at which the contacts were parked: a world that iterated (momentum mode:
+            # counted by the loop) or read v* (v* mode: select_free_motion_worlds flags both kinds)
+            moved = self.iteration_count if momentum else self.any_free_motion
+            wp.capture_if(moved, self._check_parked_contacts)
             wp.capture_while(self.any_retry, self._retry, A_rows=A_rows, tree_blocks=tree_blocks, v0=v0, v_star=v_star,
                              tau=tau, dt=dt)  # fmt: skip
         return self.v

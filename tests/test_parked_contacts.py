@@ -5,7 +5,15 @@ solved again. Parking is asked for explicitly: it is off by default on CUDA (``-
 import numpy as np
 import pytest
 
-from contact_scenes import Run, one_model, sphere_bin, sphere_bin_builder, sphere_pushed_to_wall_builder
+from contact_scenes import (
+    Run,
+    box_on_ground,
+    one_model,
+    sphere_bin,
+    sphere_bin_builder,
+    sphere_on_ground,
+    sphere_pushed_to_wall_builder,
+)
 
 DT = 0.01
 
@@ -133,3 +141,45 @@ def test_a_retry_after_other_worlds_iterated_on_keeps_the_answer(momentum_mode):
         retried_after_others |= bool(0 < offset[0] < parked.solver.stats.iterations[1])
         np.testing.assert_allclose(parked.qd[:12], full.qd[:12], atol=1e-4 * 3.0)
     assert retried_after_others
+
+
+@pytest.mark.parametrize("momentum_mode", [False, True], ids=["v*", "momentum"])
+def test_a_pushed_body_whose_contacts_are_all_parked_is_caught(momentum_mode):
+    """A sphere at rest 2 cm above the ground, its one contact parked at the step's start, pushed down by
+    ``body_f`` (1 kN on 1 kg) hard enough to cross the gap in the step. In v* mode its world has no
+    constraint left in the iterations and adopts ``v*`` without a Newton iteration: the check at the
+    solution must still run and bring the contact back. Both runs stop the sphere at the ground
+    (``v_z ≈ −2 cm / Δt``) instead of letting it fall on at ``v*`` (about −10 m/s)."""
+    runs = {}
+    for park in (True, False):
+        run = Run(sphere_on_ground(radius=0.1, height=0.12), momentum_mode=momentum_mode, park_distant_contacts=park)
+        run.s0.body_f.assign(np.array([[0.0, 0.0, -1000.0, 0.0, 0.0, 0.0]], np.float32))
+        runs[park] = run
+    runs[False].step(DT)
+    parked = runs[True]
+    retries = []
+    retry = parked.solver._sap._retry
+    parked.solver._sap._retry = lambda *a, **k: (retries.append(1), retry(*a, **k))
+    parked.step(DT)
+    assert retries, "the parked contact was not brought back"
+    assert parked.solver.stats.converged.all()
+    np.testing.assert_allclose(parked.qd, runs[False].qd, atol=1e-4 * 10.0)
+    assert -3.0 < parked.qd[2] < -1.0, parked.qd
+
+
+@pytest.mark.parametrize("momentum_mode", [False, True], ids=["v*", "momentum"])
+def test_a_resting_stack_skips_the_check(momentum_mode):
+    """A settled 3-box stack (box 1 and box 3 are 0.1 m apart: a parked contact pair in Newton's detection gap)
+    stops at the warm start ``v = v0``, where its contacts were parked: no world moved, so the check at the
+    solution and its body twists are not launched at all."""
+    run = Run(box_on_ground(boxes=3), momentum_mode=momentum_mode, park_distant_contacts=True)
+    run.step(DT, steps=60)
+    sap = run.solver._sap
+    checks = []
+    check = sap._check_parked_contacts
+    sap._check_parked_contacts = lambda: (checks.append(1), check())
+    run.step(DT, steps=3)
+    stats = run.solver.stats
+    assert (stats.iterations == 0).all() and stats.converged.all()
+    assert stats.parked_contacts.sum() > 0
+    assert not checks
