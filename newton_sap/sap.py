@@ -76,7 +76,12 @@ from .loop_constraints import loop_rows
 from .pcg import CG_LOOSEST_TOLERANCE, CG_MODEL_LOOSEST_TOLERANCE, precond_diag_init, tree_factor_kernel, world_pcg
 from .pcg_parallel import ParallelConjugateGradients
 from .scan import chunk_sums_size, exclusive_scan
-from .stiction_prediction import adopt_model_direction, model_direction_slope, predict_stiction
+from .stiction_prediction import (
+    PREDICTION_MAX_RELATIVE_RESIDUAL,
+    adopt_model_direction,
+    model_direction_slope,
+    predict_stiction,
+)
 from .topology import bucket_views
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
@@ -598,6 +603,7 @@ def check_convergence(
     world_residual: wp.array(dtype=float),
     world_converged: wp.array(dtype=wp.int32),
     any_active_out: wp.array(dtype=wp.int32),
+    world_plain_newton_out: wp.array(dtype=wp.int32),
     # outputs (zeroed here: the sums of the next Newton step)
     world_predicted_out: wp.array(dtype=wp.int32),
     world_slope_out: wp.array(dtype=float),
@@ -606,14 +612,15 @@ def check_convergence(
     world_row_slopes_out: wp.array(dtype=wp.vec2),
 ):
     """Stop a world at optimality, when Newton's method stalled (the cost criterion, the float32 floors of
-    ``line_search``), or after ``max_iterations`` (not converged). A world whose direction did not descend
-    while its residual is above ``NO_DESCENT_RELATIVE_RESIDUAL`` of ``max(‖D A v‖, ‖D Jᵀγ‖)`` stops not
-    converged. NaN residuals never pass, so a broken world ends not converged.
-    ``iteration_count[0]`` is the number of Newton iterations done in this loop, ``world_iteration_offset``
-    those of the world's earlier loops in the step (a retry, see the module doc); ``any_active_out[0]`` (zeroed
-    before) becomes 1 if some world goes on. The per-world sums of the next Newton step start at zero here
-    (a memset each would be one more node per iteration in a GPU graph); this relies on ``world_active``
-    changing only here and in ``init_worlds``, so that every world of a Newton step had its sums zeroed."""
+    ``line_search``), or after ``max_iterations`` (not converged). A world whose direction did not descend while its
+    residual is above ``NO_DESCENT_RELATIVE_RESIDUAL`` of ``max(‖D A v‖, ‖D Jᵀγ‖)`` stops not converged. NaN
+    residuals never pass, so a broken world ends not converged. ``iteration_count[0]`` is the number of Newton
+    iterations done in this loop, ``world_iteration_offset`` those of the world's earlier loops in the step (a retry,
+    see the module doc); ``any_active_out[0]`` (zeroed before) becomes 1 if some world goes on; a world that goes on
+    within ``PREDICTION_MAX_RELATIVE_RESIDUAL`` of optimality takes plain Newton steps from here on
+    (``world_plain_newton``). The per-world sums of the next Newton step start at zero here (a memset each would be
+    one more node per iteration in a GPU graph); this relies on ``world_active`` changing only here and in
+    ``init_worlds``, so that every world of a Newton step had its sums zeroed."""
     w = wp.tid()
     if world_active[w] == 0:
         return
@@ -643,6 +650,8 @@ def check_convergence(
         world_converged[w] = 0
     if world_active[w] == 1:
         any_active_out[0] = 1
+        if residual <= PREDICTION_MAX_RELATIVE_RESIDUAL * scale:
+            world_plain_newton_out[w] = 1
 
 
 @functools.cache
@@ -1291,8 +1300,8 @@ class SapSolver:
             inputs=[self.iteration_count, o.max_iterations, o.abs_tolerance, o.rel_tolerance, self.world_norms,
                     self.world_cost_stalled, self.world_iteration_offset],
             outputs=[self.world_active, self.world_iterations, self.world_residual, self.world_converged,
-                     self.any_active, self.world_predicted, self.world_slope, self.world_line, self.world_live_count,
-                     self.world_row_slopes],
+                     self.any_active, self.world_plain_newton, self.world_predicted, self.world_slope, self.world_line,
+                     self.world_live_count, self.world_row_slopes],
             device=dev,
         )  # fmt: skip
 

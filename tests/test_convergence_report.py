@@ -65,12 +65,38 @@ def test_a_direction_without_descent_far_from_optimal_is_not_converged():
     next_sums = [wp.full(4, value, dtype=dtype, device="cpu")  # the next Newton step's sums, zeroed by the check
                  for value, dtype in ((1, wp.int32), (1.0, float), (wp.vec3(1.0), wp.vec3), (1, wp.int32),
                                       (wp.vec2(1.0), wp.vec2))]  # fmt: skip
+    plain_newton = wp.zeros(4, dtype=wp.int32, device="cpu")
     wp.launch(check_convergence, dim=4, inputs=[count, 100, 0.0, 1e-6, norms, stalled, offset],
-              outputs=[active, iterations, residual, converged, any_active, *next_sums], device="cpu")  # fmt: skip
+              outputs=[active, iterations, residual, converged, any_active, plain_newton, *next_sums],
+              device="cpu")  # fmt: skip
     assert active.numpy().tolist() == [0, 0, 0, 0] and any_active.numpy()[0] == 0
     assert converged.numpy().tolist() == [1, 1, 1, 0]
     assert np.allclose(residual.numpy(), residuals) and iterations.numpy().tolist() == [3] * 4
     assert not any(np.any(array.numpy()) for array in next_sums)
+
+
+def test_worlds_near_optimality_stop_predicting_stiction():
+    """A world that goes on within ``PREDICTION_MAX_RELATIVE_RESIDUAL`` of optimality takes plain Newton steps
+    (``world_plain_newton``), one farther out keeps its predictions; a flag already set stays set."""
+    from newton_sap.sap import check_convergence
+    from newton_sap.stiction_prediction import PREDICTION_MAX_RELATIVE_RESIDUAL
+
+    scale, theta = 10.0, float(PREDICTION_MAX_RELATIVE_RESIDUAL)
+    residuals = [0.5 * theta * scale, 2.0 * theta * scale, 0.5 * scale]
+    norms = wp.array([wp.vec3(r * r, 1.0, scale * scale) for r in residuals], dtype=wp.vec3, device="cpu")
+    plain_newton = wp.array([0, 0, 1], dtype=wp.int32, device="cpu")
+    active = wp.ones(3, dtype=wp.int32, device="cpu")
+    any_active = wp.zeros(1, dtype=wp.int32, device="cpu")
+    wp.launch(check_convergence, dim=3,
+              inputs=[wp.array([1], dtype=wp.int32, device="cpu"), 100, 0.0, 1e-6, norms,
+                      wp.zeros(3, dtype=wp.int32, device="cpu"), wp.zeros(3, dtype=wp.int32, device="cpu")],
+              outputs=[active, wp.zeros(3, dtype=wp.int32, device="cpu"), wp.zeros(3, dtype=float, device="cpu"),
+                       wp.ones(3, dtype=wp.int32, device="cpu"), any_active, plain_newton,
+                       *(wp.zeros(3, dtype=dtype, device="cpu") for dtype in (wp.int32, float, wp.vec3, wp.int32,
+                                                                               wp.vec2))],
+              device="cpu")  # fmt: skip
+    assert active.numpy().tolist() == [1, 1, 1] and any_active.numpy()[0] == 1
+    assert plain_newton.numpy().tolist() == [1, 0, 1]
 
 
 def test_backtracking_converges_on_the_dropped_humanoid():
