@@ -31,7 +31,10 @@ Each Newton iteration (all worlds at once; a converged world stops):
 Distant contacts (``park_distant_contacts``): contacts in the detection gap whose bodies are far from closing
 it in this step (``contact_is_distant`` at ``v0``) are *parked*: counted in ``num_contacts`` but left out of
 the row lists that the iterations sweep, and without Jacobian entries (their velocities come from the body
-twists, ``jacobian.body_chain_twists``). After the loop, ``check_parked_contacts`` evaluates them at the
+twists, ``jacobian.body_chain_twists``). They take the last contact slots and the other contacts the first
+(``contact_rows``), so the per-row passes stream through contiguous rows (a landing 1024-world pile: about 110
+of 700 contacts per world in the iterations; 22 % less time per step than with the rows scattered among the
+parked ones, as they were in the buffer's order). After the loop, ``check_parked_contacts`` evaluates them at the
 solution, unless no world's ``v`` left ``v0`` (a scene at rest: no launch); a world where one would carry an
 impulse has that row completed and joined to its lists and is solved again from its ``v`` (``_retry``, a
 ``wp.capture_while`` of its own), so the answer is that of the full problem. A row joins at most once, so the
@@ -60,6 +63,8 @@ from .block_cholesky import world_block_cholesky
 from .constraints.dispatch import constraint_impulse, slots_per_thread, thread_slots
 from .constraints.friction_cone import contact_separates
 from .contact_constraints import (
+    BACK,
+    FRONT,
     PARKED,
     ROWS_BUILD,
     ROWS_COMPLETE_PARKED,
@@ -238,12 +243,17 @@ def reset_constraint_counts(
     world_constraint_count_out: wp.array(dtype=wp.int32),
     world_fill_out: wp.array(dtype=wp.int32),
     used_count_out: wp.array(dtype=wp.int32),
+    contact_slot_fill_out: wp.array(dtype=wp.int32),
 ):
     """Per world, the step's constraint counts at zero before the rows are built (``reset_contacts = 1``: the
-    contacts too), counted and sorted (thread 0: the used slots); one kernel instead of four memsets."""
+    contacts too, and the contact slots taken), counted and sorted (thread 0: the used slots); one kernel
+    instead of five memsets."""
     w = wp.tid()
     if w == 0:
         used_count_out[0] = 0
+        if reset_contacts == 1:
+            contact_slot_fill_out[0] = 0
+            contact_slot_fill_out[1] = 0
     if reset_contacts == 1:
         world_contact_count_out[w] = 0
         world_parked_count_out[w] = 0
@@ -292,18 +302,27 @@ def adopt_free_motion(
 def count_constraints(
     # inputs
     slots_per_thread: int,
-    c_world: wp.array(dtype=wp.int32),
+    contact_slot_count: int,
+    contact_slot_fill: wp.array(dtype=wp.int32),
     c_parked: wp.array(dtype=wp.int32),
-    # outputs
+    # outputs (c_world read and updated)
+    c_world: wp.array(dtype=wp.int32),
     world_constraint_count_out: wp.array(dtype=wp.int32),
     slot_used_out: wp.array(dtype=wp.int32),
 ):
     """Constraints per world in the Newton iterations (contacts, drives, limits: every slot in use but the
-    parked contacts); flags those slots. A thread takes a run of slots (:func:`thread_slots`)."""
+    parked contacts); flags those slots. The contact slots between the step's front and back parts
+    (``contact_rows``) are marked unused, ``c_world = -1``: a row of an earlier step may linger there. A thread
+    takes a run of slots (:func:`thread_slots`)."""
     begin, end = thread_slots(wp.tid(), slots_per_thread, c_world.shape[0])
+    gap_begin = contact_slot_fill[FRONT]
+    gap_end = contact_slot_count - contact_slot_fill[BACK]
     for c in range(begin, end):
-        w = c_world[c]
         slot_used_out[c] = 0
+        if c >= gap_begin and c < gap_end:
+            c_world[c] = -1
+            continue
+        w = c_world[c]
         if w >= 0 and c_parked[c] == 0:
             wp.atomic_add(world_constraint_count_out, w, 1)
             slot_used_out[c] = 1
@@ -690,22 +709,24 @@ def newton_direction_kernel(n: int):
 def contact_forces(
     # inputs
     slots_per_thread: int,
-    slot_count: int,
+    contact_count: int,
     dt: float,
-    c_world: wp.array(dtype=wp.int32),
+    contact_slot: wp.array(dtype=wp.int32),
     c_frame: wp.array(dtype=wp.mat33),
     c_gamma: wp.array(dtype=wp.vec3),
     # outputs
     force_out: wp.array(dtype=wp.vec3),
 ):
-    """Newton's ``rigid_contact_force`` [N]: ``R_WC γ / Δt`` on shape 1 (opposite on shape 0), for the first
-    ``slot_count`` slots. A thread takes a run of slots."""
-    begin, end = thread_slots(wp.tid(), slots_per_thread, slot_count)
-    for c in range(begin, end):
+    """Newton's ``rigid_contact_force`` [N] of the first ``contact_count`` contacts: ``R_WC γ / Δt`` on shape 1
+    (opposite on shape 0) from each contact's slot, zero for a contact without one. A thread takes a run of
+    contacts."""
+    begin, end = thread_slots(wp.tid(), slots_per_thread, contact_count)
+    for i in range(begin, end):
         f = wp.vec3(0.0)
-        if c_world[c] >= 0:
+        c = contact_slot[i]
+        if c >= 0:
             f = c_frame[c] * c_gamma[c] / dt
-        force_out[c] = f
+        force_out[i] = f
 
 
 @wp.kernel
@@ -717,6 +738,8 @@ def check_parked_contacts(
     slots_per_thread: int,
     slot_count: int,
     momentum_mode: int,
+    contact_slot_fill: wp.array(dtype=wp.int32),
+    c_contact: wp.array(dtype=wp.int32),
     contact_shape0: wp.array(dtype=wp.int32),
     contact_shape1: wp.array(dtype=wp.int32),
     tree_ref: wp.array(dtype=wp.vec3),
@@ -743,15 +766,16 @@ def check_parked_contacts(
     with a non-finite residual (broken, flagged in the stats) is not retried. Skipped: the worlds whose ``v``
     has not moved since their parked rows were found separating, those that took no Newton iteration but
     adopted no ``v*`` (``v = v0``, as at parking; or as at the previous check, in a retry that converged at
-    once). A thread takes a run of slots."""
+    once). The parked contacts hold the last slots (``contact_rows``); a thread takes a run of slots."""
     begin, end = thread_slots(wp.tid(), slots_per_thread, slot_count)
-    for c in range(begin, end):
+    for c in range(wp.max(begin, slot_count - contact_slot_fill[BACK]), end):
         if c_parked[c] != PARKED:
             continue
         w = c_world[c]
         if world_iterations[w] == 0 and (momentum_mode == 1 or world_constraint_count[w] > 0):
             continue
-        vc = contact_velocity_from_twists(shape_body[contact_shape0[c]], shape_body[contact_shape1[c]], c_point[c],
+        i = c_contact[c]
+        vc = contact_velocity_from_twists(shape_body[contact_shape0[i]], shape_body[contact_shape1[i]], c_point[c],
                                           c_frame[c], body_tree, tree_ref, body_twist)  # fmt: skip
         c_vc_out[c] = vc
         if wp.isfinite(world_residual[w]) and contact_separates(vc, c_vhat[c], c_param[c]) == 0:
@@ -930,6 +954,7 @@ class SapSolver:
         self.body_twist = zeros(max(topology.body_count, 1), wp.spatial_vector)  # parked contacts' velocities
         self.world_fill = zeros(nw, wp.int32)
         self.used_count = zeros(1, wp.int32)  # used constraint slots in all worlds
+        self.contact_slot_fill = zeros(2, wp.int32)  # contact slots taken from the front and from the back
         self.slots_per_thread = slots_per_thread(device)
         self.zero_dof = zeros(ndof)  # zeros over the dofs (a default joint_act; the tree solves' base)
         self.model_constraints = False
@@ -965,6 +990,8 @@ class SapSolver:
             "c_vc": zeros(n, wp.vec3),
             "c_dvc": zeros(n, wp.vec3),
             "c_parked": zeros(n, wp.int32),  # a distant contact, left out of the Newton iterations
+            "c_contact": zeros(n, wp.int32),  # a contact slot's contact in Newton's buffer (contact_rows)
+            "contact_slot": zeros(n, wp.int32),  # a contact's slot (-1: none); indexed by the buffer's contacts
             "c_segment_dead": zeros(n, wp.int32),  # no impulse on the last line-search segment (line_rows)
             "live_rows": zeros(n, wp.int32),  # per world (from its constraint start): rows live in the line search
             "c_gamma": zeros(n, wp.vec3),
@@ -1066,7 +1093,8 @@ class SapSolver:
             dim=a["dim"],
             inputs=[*a["inputs"], mode, *a["options"], *a["state"]],
             outputs=[
-                self.c_world, self.c_kind, self.c_frame, self.c_R, self.c_vhat, self.c_param, self.c_phi,
+                self.contact_slot, self.contact_slot_fill, self.c_contact, self.c_world, self.c_kind, self.c_frame,
+                self.c_R, self.c_vhat, self.c_param, self.c_phi,
                 self.c_point, self.c_nnz, self.c_dof, self.c_J, self.c_parked, self.c_vc, self.c_gamma, self.c_G,
                 self.world_contact_count, self.world_parked_count,
             ],
@@ -1090,15 +1118,16 @@ class SapSolver:
         before the rows are)."""
         wp.launch(reset_constraint_counts, dim=self.topo.world_count, inputs=[int(reset_contacts)],
                   outputs=[self.world_contact_count, self.world_parked_count, self.world_constraint_count,
-                           self.world_fill, self.used_count],
+                           self.world_fill, self.used_count, self.contact_slot_fill],
                   device=self.device)  # fmt: skip
 
     def _sort_constraints(self) -> None:
         """The lists of the constraints in the Newton iterations (the used slots but the parked contacts), by
         world and in slot order, from zeroed counts (``reset_constraint_counts``)."""
         dev = self.device
-        wp.launch(count_constraints, dim=self.slot_threads, inputs=[self.slots_per_thread, self.c_world, self.c_parked],
-                  outputs=[self.world_constraint_count, self.slot_used], device=dev)  # fmt: skip
+        wp.launch(count_constraints, dim=self.slot_threads,
+                  inputs=[self.slots_per_thread, self.contact_slots, self.contact_slot_fill, self.c_parked],
+                  outputs=[self.c_world, self.world_constraint_count, self.slot_used], device=dev)  # fmt: skip
         exclusive_scan(self.world_constraint_count, self.world_constraint_start, self.world_chunk_sums)
         exclusive_scan(self.slot_used, self.slot_rank, self.slot_chunk_sums)
         wp.launch(
@@ -1176,7 +1205,8 @@ class SapSolver:
             check_parked_contacts,
             dim=-(-self.contact_slots // self.slots_per_thread),
             inputs=[a["shape_body"], a["body_tree"], self.slots_per_thread, self.contact_slots,
-                    int(self.options.momentum_mode), a["shape0"], a["shape1"], a["tree_ref"], self.body_twist,
+                    int(self.options.momentum_mode), self.contact_slot_fill, self.c_contact, a["shape0"], a["shape1"],
+                    a["tree_ref"], self.body_twist,
                     self.world_iterations, self.world_constraint_count, self.c_world, self.c_frame, self.c_point,
                     self.c_vhat, self.c_param, self.world_residual],
             outputs=[self.c_parked, self.c_vc, self.world_parked_count, self.world_retry, self.any_retry],
@@ -1481,13 +1511,13 @@ class SapSolver:
     def write_contact_forces(self, contacts, dt: float) -> None:
         """Per-contact forces into ``contacts.rigid_contact_force`` when that buffer exists."""
         force = getattr(contacts, "rigid_contact_force", None) if contacts is not None else None
-        if force is None or self.capacity <= 0:
+        if force is None or self.contact_slots <= 0:
             return
-        count = min(self.capacity, force.shape[0])
+        count = min(self.contact_slots, force.shape[0])
         wp.launch(
             contact_forces,
             dim=-(-count // self.slots_per_thread),
-            inputs=[self.slots_per_thread, count, dt, self.c_world, self.c_frame, self.c_gamma],
+            inputs=[self.slots_per_thread, count, dt, self.contact_slot, self.c_frame, self.c_gamma],
             outputs=[force],
             device=self.device,
         )

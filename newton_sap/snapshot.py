@@ -32,7 +32,7 @@ class SapSnapshot:
         v_star: Free-motion velocity ``v0 + Δt (M + Δt D + Δt² K)⁻¹ τ`` (public convention at ``q0``).
         dofs: Per world, the (n,) increasing public dof indices of the rows and columns.
         contact_jacobian: With contacts: per world, the contacts' ``J`` of shape (3·nc, n) with
-            ``v_c = J joint_qd`` [m/s], three rows (t1, t2, n) per contact in slot order.
+            ``v_c = J joint_qd`` [m/s], three rows (t1, t2, n) per contact in the order of Newton's contact buffer.
         contact_frame: Per world, (nc, 3, 3) rotations ``R_WC = [t1 t2 n]``, normal from shape 0 to 1.
         contact_distance: Per world, (nc,) signed distances φ0 [m] (negative: penetration).
         contact_point: Per world, (nc, 3) contact points [m] in world, midway between the surfaces.
@@ -41,7 +41,8 @@ class SapSnapshot:
         contact_friction: Per world, (nc,) μ.
         contact_impulse: Per world, (nc, 3) the solved impulses γ [N·s] in the contact frames.
         constraint_kind: Per world, (m,) the type of every constraint of the step (contacts, drives,
-            limits, joint friction, mimic, loop closures; ``constraints.dispatch`` constants).
+            limits, joint friction, mimic, loop closures; ``constraints.dispatch`` constants): the contacts
+            first, in the order of Newton's contact buffer.
         constraint_jacobian: Per world, (3·m, n): three rows per constraint (unused rows are zero).
         constraint_impulse: Per world, (m, 3) the solved impulses [N·s] (row 0 for one-row types).
         velocity: With contacts: per world, the step's solved velocity ``v`` (public convention at
@@ -134,10 +135,15 @@ def _contact_data(solver, state, control, contacts, dt, maps, snap) -> None:
         "contact_impulse": sap.c_gamma.numpy(),
     }
     gamma = sap.c_gamma.numpy().astype(np.float64)
+    # the contact slots are taken in no order of the buffer's (contact_rows): contacts by their index in the
+    # buffer, then the other rows by slot
+    slot = np.arange(len(c_world))
+    order_key = np.where(slot < sap.contact_slots, sap.c_contact.numpy(), sap.contact_slots + slot)
     for w, (T, _acc, _dofs) in enumerate(maps):
         s, e = int(topo.world_dof_start[w]), int(topo.world_dof_start[w + 1])
         T_inv = np.linalg.inv(T)
         slots = np.nonzero(c_world == w)[0]
+        slots = slots[np.argsort(order_key[slots], kind="stable")]
         J = np.zeros((3 * len(slots), e - s))
         for row, c in enumerate(slots):
             for k in range(c_nnz[c]):

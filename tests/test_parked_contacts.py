@@ -109,6 +109,45 @@ def test_landing_pile_parks_most_contacts_and_keeps_its_answers():
     assert parked_rows > 0.5 * contacts, (parked_rows, contacts)
 
 
+def test_the_iterated_rows_take_the_first_slots_and_map_back_to_their_contacts():
+    """A landing 10-sphere pile: the contacts in the Newton iterations hold the first contact slots, in the
+    buffer's order (the CPU's), the parked ones the last, none between; each slot's contact gives back its slot,
+    and its signed distance is that of its contact in Newton's buffer (recomputed here from the body poses)."""
+    run = Run(sphere_bin(10), park_distant_contacts=True)
+    run.step(DT, steps=25)
+    body_q = run.s0.body_q.numpy()
+    run.pipeline.collide(run.s0, run.contacts)
+    run.solver.step(run.s0, run.s1, None, run.contacts, DT)
+    sap, c = run.solver._sap, run.contacts
+    count, slots = int(c.rigid_contact_count.numpy()[0]), sap.contact_slots
+    front, back = (int(x) for x in sap.contact_slot_fill.numpy())
+    assert front > 0 and back > front and front + back == count
+    world, parked = sap.c_world.numpy()[:slots], sap.c_parked.numpy()[:slots]
+    assert np.all(world[:front] == 0) and not parked[:front].any()
+    assert np.all(world[front : slots - back] == -1)
+    assert np.all(world[slots - back :] == 0) and np.all(parked[slots - back :] != 0)
+    used = sap.used_slots.numpy()[: int(sap.used_count.numpy()[0])]
+    np.testing.assert_array_equal(used, np.arange(front))  # no joint rows here
+    contact_slot, slot_contact = sap.contact_slot.numpy()[:count], sap.c_contact.numpy()
+    np.testing.assert_array_equal(slot_contact[contact_slot], np.arange(count))
+    assert np.all(np.diff(slot_contact[:front]) > 0)
+    shape_body = run.model.shape_body.numpy()
+
+    def world_points(shapes, points):  # body-frame points by the body poses (position, quaternion xyzw)
+        bodies = shape_body[shapes]
+        X = body_q[np.maximum(bodies, 0)]
+        u, w = X[:, 3:6], X[:, 6:7]
+        t = 2.0 * np.cross(u, points)
+        return np.where(bodies[:, None] >= 0, X[:, :3] + points + w * t + np.cross(u, t), points)
+
+    p0 = world_points(c.rigid_contact_shape0.numpy()[:count], c.rigid_contact_point0.numpy()[:count])
+    p1 = world_points(c.rigid_contact_shape1.numpy()[:count], c.rigid_contact_point1.numpy()[:count])
+    normal = c.rigid_contact_normal.numpy()[:count]
+    margins = c.rigid_contact_margin0.numpy()[:count] + c.rigid_contact_margin1.numpy()[:count]
+    phi = np.einsum("ij,ij->i", normal, p1 - p0) - margins
+    np.testing.assert_allclose(sap.c_phi.numpy()[contact_slot], phi, atol=1e-6)
+
+
 def test_a_retry_comes_when_the_bodies_meet():
     """A starts 6 cm from B at 3 m/s: it reaches B at the end of the second step and pushes it into the wall
     in the third, the step whose solve is retried (``test_graph_capture`` replays it from a graph)."""
