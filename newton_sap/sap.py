@@ -33,7 +33,7 @@ it in this step (``contact_is_distant`` at ``v0``) are *parked*: counted in ``nu
 the row lists that the iterations sweep, and without Jacobian entries (their velocities come from the body
 twists, ``jacobian.body_chain_twists``). They take the last contact slots and the other contacts the first
 (``contact_rows``), so the per-row passes stream through contiguous rows (a landing 1024-world pile: about 110
-of 700 contacts per world in the iterations; 22 % less time per step than with the rows scattered among the
+of 700 contacts per world in the iterations; 20 % less time per step than with the rows scattered among the
 parked ones, as they were in the buffer's order). After the loop, ``check_parked_contacts`` evaluates them at the
 solution, unless no world's ``v`` left ``v0`` (a scene at rest: no launch); a world where one would carry an
 impulse has that row completed and joined to its lists and is solved again from its ``v`` (``_retry``, a
