@@ -1,13 +1,14 @@
 """Contact constraint rows from Newton's ``Contacts`` (SAP.md §3-§4), frozen at ``q0`` for a step.
 
 Per contact ``i < rigid_contact_count`` of Newton's buffer (a thread takes a run of contacts), into a slot of
-the solver's contact slots (as many as the buffer's capacity): the contacts that join the Newton iterations
-fill the slots from the first on, the parked ones (below) from the last back, in the order the slots are taken
-(``contact_slot`` maps a contact to its slot, -1 for none; ``c_contact`` a slot to its contact). So the rows
-that the iterations sweep lie together at the front and each per-row array streams through them, instead of
-holding them scattered among the parked ones (a landing 50-sphere pile: about 110 such rows per world among
-700 contacts). On the CPU a kernel's threads run in order and the slots follow the contacts' order; on a GPU
-their order within each part varies from run to run, as the order of the solver's atomic sums does.
+the solver's contact slots (as many as the buffer's capacity). With parking (below) the contacts that join the
+Newton iterations fill the slots from the first on, the parked ones from the last back, in the order the slots
+are taken (``contact_slot`` maps a contact to its slot, -1 for none; ``c_contact`` a slot to its contact). So
+the rows that the iterations sweep lie together at the front and each per-row array streams through them,
+instead of holding them scattered among the parked ones (a landing 50-sphere pile: about 110 such rows per world
+among 700 contacts). On the CPU a kernel's threads run in order and the slots follow the contacts' order; on a
+GPU their order within each part varies from run to run, as the order of the solver's atomic sums does. Without
+parking every row is swept, and contact ``i`` keeps slot ``i``.
 
 * bodies and world from the two shapes (``shape_body``; -1 or a static body: no dofs); a contact whose
   shape indices are not both in ``[0, shape_count)`` (a ``Contacts`` of another model) is skipped;
@@ -173,6 +174,11 @@ def contact_rows(
         c = int(-1)
         if mode == ROWS_BUILD:
             contact_slot[i] = -1
+            if park == 0:  # without parking every contact keeps its own slot (no atomics), the first ones in use
+                if i == 0:
+                    contact_slot_fill[FRONT] = contact_count[0]
+                if i < contact_count[0]:
+                    c_world_out[i] = -1  # unless the contact takes it below
             if i >= contact_count[0]:
                 continue
         else:
@@ -228,7 +234,9 @@ def contact_rows(
             if park == 1 and phi0 > 0.0:
                 v_c0 = contact_velocity_from_twists(b0, b1, p, R_WC, body_tree, tree_ref, body_twist)
                 parked = contact_is_distant(phi0, v_c0, v_hat, mu, dt, dt * wp.length(gravity[world]))
-            if parked == 1:
+            if park == 0:
+                c = i
+            elif parked == 1:
                 c = slot_count - 1 - wp.atomic_add(contact_slot_fill, BACK, 1)
             else:
                 c = wp.atomic_add(contact_slot_fill, FRONT, 1)

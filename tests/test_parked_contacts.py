@@ -112,7 +112,8 @@ def test_landing_pile_parks_most_contacts_and_keeps_its_answers():
 def test_the_iterated_rows_take_the_first_slots_and_map_back_to_their_contacts():
     """A landing 10-sphere pile: the contacts in the Newton iterations hold the first contact slots, in the
     buffer's order (the CPU's), the parked ones the last, none between; each slot's contact gives back its slot,
-    and its signed distance is that of its contact in Newton's buffer (recomputed here from the body poses)."""
+    and its signed distance is that of its contact in Newton's buffer (recomputed here from the body poses).
+    Without parking each contact keeps its own slot."""
     run = Run(sphere_bin(10), park_distant_contacts=True)
     run.step(DT, steps=25)
     body_q = run.s0.body_q.numpy()
@@ -146,6 +147,14 @@ def test_the_iterated_rows_take_the_first_slots_and_map_back_to_their_contacts()
     margins = c.rigid_contact_margin0.numpy()[:count] + c.rigid_contact_margin1.numpy()[:count]
     phi = np.einsum("ij,ij->i", normal, p1 - p0) - margins
     np.testing.assert_allclose(sap.c_phi.numpy()[contact_slot], phi, atol=1e-6)
+    full = Run(sphere_bin(10), park_distant_contacts=False)  # without parking: every contact in its own slot
+    for name in ("joint_q", "joint_qd", "body_q", "body_qd"):
+        getattr(full.s0, name).assign(getattr(run.s0, name))
+    full.step(DT)
+    sap = full.solver._sap
+    count = int(full.contacts.rigid_contact_count.numpy()[0])
+    np.testing.assert_array_equal(sap.contact_slot.numpy()[:count], np.arange(count))
+    np.testing.assert_array_equal(sap.c_world.numpy()[: sap.contact_slots] >= 0, np.arange(sap.contact_slots) < count)
 
 
 def test_a_retry_comes_when_the_bodies_meet():
