@@ -502,6 +502,8 @@ def hessian_assembly(
         w = c_world[c]
         if world_active[w] == 0:
             continue
+        if world_tree_local[w] == 0 and world_dense_offset[w] < 0 and world_uses_pcg[w] == 0:
+            continue  # a block-Cholesky world (it assembles its own H): its rows' G is not read
         G = c_G[c]
         if wp.ddot(G, G) == 0.0:
             continue  # no curvature (separated contact, inactive limit, saturated drive): nothing to add
@@ -531,8 +533,6 @@ def hessian_assembly(
                         wp.atomic_add(H_rows_out, row - depth_f, wp.dot(c_J[c, f], GJe))
             continue
         off = world_dense_offset[w]
-        if off < 0 and world_uses_pcg[w] == 0:
-            continue
         s = world_dof_start[w]
         n = world_dof_start[w + 1] - s
         for e in range(nnz):
