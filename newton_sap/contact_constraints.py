@@ -176,7 +176,7 @@ def contact_rows(
             contact_slot[i] = -1
             if park == 0:  # without parking every contact keeps its own slot (no atomics), the first ones in use
                 if i == 0:
-                    contact_slot_fill[FRONT] = contact_count[0]
+                    contact_slot_fill[FRONT] = wp.min(contact_count[0], slot_count)
                 if i < contact_count[0]:
                     c_world_out[i] = -1  # unless the contact takes it below
             if i >= contact_count[0]:

@@ -247,7 +247,7 @@ def reset_constraint_counts(
 ):
     """Per world, the step's constraint counts at zero before the rows are built (``reset_contacts = 1``: the
     contacts too, and the contact slots taken), counted and sorted (thread 0: the used slots); one kernel
-    instead of five memsets."""
+    instead of six memsets."""
     w = wp.tid()
     if w == 0:
         used_count_out[0] = 0
@@ -991,7 +991,7 @@ class SapSolver:
             "c_dvc": zeros(n, wp.vec3),
             "c_parked": zeros(n, wp.int32),  # a distant contact, left out of the Newton iterations
             "c_contact": zeros(n, wp.int32),  # a contact slot's contact in Newton's buffer (contact_rows)
-            "contact_slot": zeros(n, wp.int32),  # a contact's slot (-1: none); indexed by the buffer's contacts
+            "contact_slot": wp.full(n, -1, dtype=wp.int32, device=self.device),  # a contact's slot (-1: none)
             "c_segment_dead": zeros(n, wp.int32),  # no impulse on the last line-search segment (line_rows)
             "live_rows": zeros(n, wp.int32),  # per world (from its constraint start): rows live in the line search
             "c_gamma": zeros(n, wp.vec3),

@@ -119,38 +119,41 @@ def _random_tree_world(rng, tree_count):
     return sizes, pairs + [(3, 3)]
 
 
-@pytest.mark.parametrize("tree_count", [0, 70])
-def test_block_cholesky_solves_random_tree_systems(tree_count):
-    """``world_block_cholesky`` against NumPy on a synthetic world: chains of 1 to 8 dofs (the tiles' edges at
-    every remainder), A a random SPD matrix per tree, and constraint rows with random SPD G coupling two trees
-    (each walk from the chain's last or a random dof to its root) or within one tree;
-    ``Δv = −H⁻¹ ∇ℓ`` with ``H = A + Σ Jᵀ G J``. 70 trees: pattern rows of three bitset words."""
+def _check_block_cholesky(rng, tree_parents, row_dofs):
+    """``world_block_cholesky`` on one synthetic world against NumPy: trees given by their dofs' local parents
+    (-1: root), A with random entries at ancestor pairs and a dominant diagonal (SPD, A's sparsity), a row per
+    entry of ``row_dofs`` (one or two chain walks, world dof indices) with random J and SPD G;
+    ``Δv = −H⁻¹ ∇ℓ`` with ``H = A + Σ Jᵀ G J``."""
     from newton_sap.block_cholesky import world_block_cholesky
 
-    rng = np.random.default_rng(7)
-    sizes, pairs = _random_tree_world(rng, tree_count)
+    sizes = [len(p) for p in tree_parents]
     T, n = len(sizes), sum(sizes)
     tree_start = np.cumsum([0, *sizes[:-1]])
     dof_tree = np.repeat(np.arange(T), sizes)
-    dof_depth = np.concatenate([np.arange(s) for s in sizes])
-    dof_parent = np.where(dof_depth > 0, np.arange(n) - 1, -1)
-    row_start = np.cumsum(np.concatenate([[0], dof_depth[:-1] + 1]))
+    local = zip(tree_parents, tree_start, strict=True)
+    dof_parent = np.concatenate([[q + s0 if q >= 0 else -1 for q in p] for p, s0 in local])
+    dof_depth = np.zeros(n, int)
+    for i in range(n):  # parents come first
+        dof_depth[i] = dof_depth[dof_parent[i]] + 1 if dof_parent[i] >= 0 else 0
+
+    def ancestors(i):  # i and its ancestors, nearest first
+        out = []
+        while i >= 0:
+            out.append(i)
+            i = dof_parent[i]
+        return out
+
     A = np.zeros((n, n))
-    for t, s in enumerate(sizes):
-        X = rng.standard_normal((s, s))
-        A[tree_start[t] : tree_start[t] + s, tree_start[t] : tree_start[t] + s] = X @ X.T + s * np.eye(s)
-    A_rows = np.concatenate([[A[i, i - k] for k in range(dof_depth[i] + 1)] for i in range(n)])
-
-    def walk(t, full):
-        """Dofs from the chain's last (``full``) or a random dof down to its root."""
-        d = tree_start[t] + (sizes[t] - 1 if full else rng.integers(sizes[t]))
-        return list(range(d, tree_start[t] - 1, -1))
-
+    for i in range(n):
+        for j in ancestors(i)[1:]:
+            A[i, j] = A[j, i] = 0.5 * rng.standard_normal()
+    A[np.diag_indices(n)] = 1.0 + np.abs(A).sum(axis=1) + rng.random(n)
+    A_rows = np.concatenate([[A[i, j] for j in ancestors(i)] for i in range(n)])
+    row_start = np.cumsum(np.concatenate([[0], dof_depth[:-1] + 1]))
     H = A.copy()
-    c_dof, c_J, c_G = np.zeros((len(pairs), 16), np.int32), np.zeros((len(pairs), 16, 3)), []
-    c_nnz = []
-    for c, (a, b) in enumerate(pairs):
-        dofs = walk(a, c % 2 == 0) + (walk(b, c % 3 != 2) if a != b else [])
+    m = len(row_dofs)
+    c_dof, c_J, c_G = np.zeros((m, 16), np.int32), np.zeros((m, 16, 3)), []
+    for c, dofs in enumerate(row_dofs):
         J = rng.standard_normal((3, len(dofs)))
         X = rng.standard_normal((3, 3))
         G = X @ X.T + 0.1 * np.eye(3)
@@ -159,7 +162,6 @@ def test_block_cholesky_solves_random_tree_systems(tree_count):
         H += Jfull.T @ G @ Jfull
         c_dof[c, : len(dofs)], c_J[c, : len(dofs)] = dofs, J.T
         c_G.append(G)
-        c_nnz.append(len(dofs))
     grad = rng.standard_normal(n)
 
     i32 = lambda x: wp.array(np.asarray(x, np.int32), dtype=wp.int32)  # noqa: E731
@@ -170,12 +172,60 @@ def test_block_cholesky_solves_random_tree_systems(tree_count):
         world_block_cholesky,
         dim=1,
         inputs=[i32([0, n]), i32([0, T]), i32([0]), i32([0]), i32(tree_start), i32(sizes), i32(dof_tree),
-                i32(dof_parent), i32(dof_depth), i32(row_start), 0, i32([1]), i32([0]), i32([0]),
-                i32([len(pairs)]), i32(np.arange(len(pairs))),
-                wp.array(np.asarray(c_G, np.float32), dtype=wp.mat33), i32(c_nnz), wp.array(c_dof, dtype=wp.int32),
+                i32(dof_parent), i32(dof_depth), i32(row_start), 0, i32([1]), i32([0]), i32([0]), i32([m]),
+                i32(np.arange(m)), wp.array(np.asarray(c_G, np.float32), dtype=wp.mat33),
+                i32([len(d) for d in row_dofs]), wp.array(c_dof, dtype=wp.int32),
                 wp.array(c_J.astype(np.float32), dtype=wp.vec3), f32(A_rows), f32(grad)],
         outputs=[scratch(T * T, wp.uint32), scratch(T * T), scratch(T * T), scratch(T), scratch(T), scratch(T),
                  scratch(T), scratch(1), scratch(n * n, float), scratch(n, float), dv],
     )  # fmt: skip
     expected = -np.linalg.solve(H, grad)
     np.testing.assert_allclose(dv.numpy(), expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("tree_count", [0, 70])
+def test_block_cholesky_solves_random_tree_systems(tree_count):
+    """Chains of 1 to 8 dofs (the tiles' edges at every remainder) and constraint rows coupling two trees (each
+    walk from the chain's last or a random dof to its root) or within one tree (:func:`_check_block_cholesky`).
+    70 trees: pattern rows of three bitset words."""
+    rng = np.random.default_rng(7)
+    sizes, pairs = _random_tree_world(rng, tree_count)
+    tree_start = np.cumsum([0, *sizes[:-1]])
+
+    def walk(t, full):
+        """Dofs from the chain's last (``full``) or a random dof down to its root."""
+        d = tree_start[t] + (sizes[t] - 1 if full else rng.integers(sizes[t]))
+        return list(range(d, tree_start[t] - 1, -1))
+
+    rows = [walk(a, c % 2 == 0) + (walk(b, c % 3 != 2) if a != b else []) for c, (a, b) in enumerate(pairs)]
+    _check_block_cholesky(rng, [[k - 1 for k in range(s)] for s in sizes], rows)
+
+
+def test_block_cholesky_solves_branched_tree_systems():
+    """Branched trees (:func:`_check_block_cholesky`): rows of two branches of one tree (each order; with and
+    without the root; walks of 1 to 5 dofs, so a 3-entry tile spans the branches' seam), rows between two
+    trees from branch dofs, and single walks."""
+    parents = [[-1, 0, 1, 1, 3, 2, 5, 0, 7], [-1, 0, 0, 2, 2], [-1], [-1, 0, 1, 2, 3, 4, 5, 6]]
+    start = np.cumsum([0, *[len(p) for p in parents[:-1]]])
+
+    def walk(t, d, stop=-1):
+        """World dofs from tree t's local dof d up to (not including) the local dof ``stop`` (-1: to the root)."""
+        out = []
+        while d != stop:
+            out.append(int(start[t] + d))
+            d = parents[t][d]
+        return out
+
+    rows = [
+        walk(0, 6) + walk(0, 4, 1),  # 6 5 2 1 0 | 4 3: branches meeting at 1
+        walk(0, 4, 1) + walk(0, 6),  # the same, the other order
+        walk(0, 8, 0) + walk(0, 6),  # 8 7 | 6 5 2 1 0
+        walk(1, 4, 0) + walk(1, 3, 0),  # two leaves below the root, the root not in the row
+        walk(1, 3) + walk(1, 1, 0),
+        walk(0, 6) + walk(3, 7),  # two trees
+        walk(2, 0) + walk(0, 8),
+        walk(3, 3) + walk(0, 3, 1),
+        walk(3, 7),
+        walk(0, 4),
+    ]
+    _check_block_cholesky(np.random.default_rng(3), parents, rows)

@@ -43,6 +43,10 @@ def test_a_parked_contact_that_acts_is_solved_again(momentum_mode, solve):
     sap = parked.solver._sap
     offset = sap.world_iteration_offset.numpy()
     assert offset[0] > 0 and offset[1] == 0  # world 0 solved again, world 1 not
+    # the contact that joined stays in its slot among the parked ones (the last slots), in the lists
+    slots, back = sap.contact_slots, int(sap.contact_slot_fill.numpy()[1])
+    joined = [c for c in range(slots - back, slots) if sap.c_parked.numpy()[c] == 0]
+    assert joined and set(joined) <= set(sap.used_slots.numpy()[: int(sap.used_count.numpy()[0])])
     stats = parked.solver.stats
     assert stats.converged.all()
     assert stats.iterations[0] > offset[0]  # the retry's iterations are added to those before it

@@ -20,7 +20,7 @@ known only on the device, so those kernels are launched for the slot capacity an
 end have nothing to do. On the CPU, Warp runs the threads one after the other and each costs its
 argument set (about 1 µs per 150 threads of a 30-argument kernel) even when it returns at once, and most
 slots are empty (Newton's contact buffer and the joint slots of a 1024-world quadruped: 26k used of
-159k), so a thread takes a run of slots instead: of the contact slots when the contact rows are built,
+159k), so a thread takes a run instead: of the contacts of Newton's buffer when the contact rows are built,
 of the list of used slots (in slot order, the order the rows are stored in) afterwards."""
 
 
