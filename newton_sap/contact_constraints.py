@@ -139,11 +139,11 @@ def contact_rows(
     A_inv_diag: wp.array(dtype=float),
     v0: wp.array(dtype=float),
     body_twist: wp.array(dtype=wp.spatial_vector),
-    # outputs (c_parked read and updated; contact_slot written by ROWS_BUILD, read by the completing modes;
-    # contact_slot_fill zeroed before)
-    contact_slot: wp.array(dtype=wp.int32),
+    # outputs (c_parked read and updated; contact_slot_out and c_contact written by ROWS_BUILD, c_contact read by the
+    # completing modes; contact_slot_fill zeroed before)
+    contact_slot_out: wp.array(dtype=wp.int32),
     contact_slot_fill: wp.array(dtype=wp.int32),
-    c_contact_out: wp.array(dtype=wp.int32),
+    c_contact: wp.array(dtype=wp.int32),
     c_world_out: wp.array(dtype=wp.int32),
     c_kind_out: wp.array(dtype=wp.int32),
     c_frame_out: wp.array(dtype=wp.mat33),
@@ -162,18 +162,22 @@ def contact_rows(
     world_contact_count: wp.array(dtype=wp.int32),
     world_parked_count: wp.array(dtype=wp.int32),
 ):
-    """The rows of the contacts of this thread (``thread_slots`` over the ``slot_count`` contacts of the buffer's
-    capacity; see the module doc). ``ROWS_BUILD``: every contact in use takes a slot, from the front or, parked,
-    from the back (the slots between keep what an earlier step left there until ``count_constraints`` marks
-    them unused); with ``park = 1`` a distant contact
-    (``contact_is_distant`` at ``v0``, its velocity from the body twists at ``v0``, ``body_chain_twists``) is
-    parked without entries and with R = 0. The completing modes form the entries and R of the slots they
-    select (same geometry, same walk) and leave the rest of each row, and every other slot, as it is."""
+    """The rows of this thread's run (``thread_slots`` over ``slot_count``, the buffer's capacity; see the module
+    doc). ``ROWS_BUILD``: a run of contacts; every contact in use takes a slot, from the front or, parked, from
+    the back (the slots between keep what an earlier step left there until ``count_constraints`` marks them
+    unused); with ``park = 1`` a distant contact (``contact_is_distant`` at ``v0``, its velocity from the body
+    twists at ``v0``, ``body_chain_twists``) is parked without entries and with R = 0. The completing modes: a
+    run of slots, of which they visit the parked part (the last ``contact_slot_fill[BACK]``) and form the entries
+    and R of the rows they select (same geometry, same walk), leaving the rest of each row, and every other slot,
+    as it is."""
     begin, end = thread_slots(wp.tid(), slots_per_thread, slot_count)
-    for i in range(begin, end):
+    if mode != ROWS_BUILD:  # the parked rows, unparked or not, hold the last slots: only those are visited
+        begin = wp.max(begin, slot_count - contact_slot_fill[BACK])
+    for t in range(begin, end):
+        i = t
         c = int(-1)
         if mode == ROWS_BUILD:
-            contact_slot[i] = -1
+            contact_slot_out[i] = -1
             if park == 0:  # without parking every contact keeps its own slot (no atomics), the first ones in use
                 if i == 0:
                     contact_slot_fill[FRONT] = wp.min(contact_count[0], slot_count)
@@ -182,13 +186,12 @@ def contact_rows(
             if i >= contact_count[0]:
                 continue
         else:
-            c = contact_slot[i]
-            if c < 0:
-                continue
+            c = t
             if mode == ROWS_COMPLETE_UNPARKED and c_parked[c] != UNPARKED:
                 continue
             if mode == ROWS_COMPLETE_PARKED and c_parked[c] != PARKED:
                 continue
+            i = c_contact[c]
         s0 = contact_shape0[i]
         s1 = contact_shape1[i]
         shape_count = shape_body.shape[0]
@@ -240,8 +243,8 @@ def contact_rows(
                 c = slot_count - 1 - wp.atomic_add(contact_slot_fill, BACK, 1)
             else:
                 c = wp.atomic_add(contact_slot_fill, FRONT, 1)
-            contact_slot[i] = c
-            c_contact_out[c] = i
+            contact_slot_out[i] = c
+            c_contact[c] = i
             c_world_out[c] = world
             c_kind_out[c] = CONTACT
             c_frame_out[c] = R_WC
