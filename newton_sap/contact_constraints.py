@@ -97,6 +97,14 @@ ROWS_COMPLETE_PARKED = wp.constant(2)
 FRONT = wp.constant(0)  # contact_slot_fill: slots taken from the front (rows in the Newton iterations)
 BACK = wp.constant(1)  # contact_slot_fill: slots taken from the back (parked rows)
 
+
+@wp.func
+def first_parked_slot(slot_count: int, contact_slot_fill: wp.array(dtype=wp.int32)):
+    """The first of the parked contacts' slots, the last ``contact_slot_fill[BACK]`` of the ``slot_count`` contact
+    slots (``contact_rows``)."""
+    return slot_count - contact_slot_fill[BACK]
+
+
 PARKED = wp.constant(1)  # c_parked: out of the Newton iterations, entries and R not formed unless completed
 UNPARKED = wp.constant(2)  # c_parked: would act at the solution (check_parked_contacts), row to complete
 
@@ -172,7 +180,7 @@ def contact_rows(
     as it is."""
     begin, end = thread_slots(wp.tid(), slots_per_thread, slot_count)
     if mode != ROWS_BUILD:  # the parked rows, unparked or not, hold the last slots: only those are visited
-        begin = wp.max(begin, slot_count - contact_slot_fill[BACK])
+        begin = wp.max(begin, first_parked_slot(slot_count, contact_slot_fill))
     for t in range(begin, end):
         i = t
         c = int(-1)

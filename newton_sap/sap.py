@@ -63,7 +63,6 @@ from .block_cholesky import world_block_cholesky
 from .constraints.dispatch import constraint_impulse, slots_per_thread, thread_slots
 from .constraints.friction_cone import contact_separates
 from .contact_constraints import (
-    BACK,
     FRONT,
     PARKED,
     ROWS_BUILD,
@@ -72,6 +71,7 @@ from .contact_constraints import (
     UNPARKED,
     contact_rows,
     contact_velocity_from_twists,
+    first_parked_slot,
 )
 from .factorization import solve_tree_systems, sparse_matvec, uses_tree_ldlt
 from .jacobian import body_chain_twists, row_product, second_walk
@@ -316,7 +316,7 @@ def count_constraints(
     takes a run of slots (:func:`thread_slots`)."""
     begin, end = thread_slots(wp.tid(), slots_per_thread, c_world.shape[0])
     gap_begin = contact_slot_fill[FRONT]
-    gap_end = contact_slot_count - contact_slot_fill[BACK]
+    gap_end = first_parked_slot(contact_slot_count, contact_slot_fill)
     for c in range(begin, end):
         slot_used_out[c] = 0
         if c >= gap_begin and c < gap_end:
@@ -768,7 +768,7 @@ def check_parked_contacts(
     adopted no ``v*`` (``v = v0``, as at parking; or as at the previous check, in a retry that converged at
     once). The parked contacts hold the last slots (``contact_rows``); a thread takes a run of slots."""
     begin, end = thread_slots(wp.tid(), slots_per_thread, slot_count)
-    for c in range(wp.max(begin, slot_count - contact_slot_fill[BACK]), end):
+    for c in range(wp.max(begin, first_parked_slot(slot_count, contact_slot_fill)), end):
         if c_parked[c] != PARKED:
             continue
         w = c_world[c]
