@@ -3,7 +3,7 @@
 ``H = A + Jᵀ G J`` of a world is block-sparse by tree: A is block-diagonal (one block per tree) and a
 constraint row between two trees (a contact between two objects, a weld) couples only their two blocks.
 As in Drake's SAP, the blocks are the supernodes of a sparse Cholesky: the trees are ordered by minimum
-degree on the graph of coupled pairs (fill included), and ``H = L Lᵀ`` is factored block by block,
+degree on the graph of coupled pairs (fill included), and ``H = Uᵀ U`` is factored block by block,
 skipping the blocks that stay zero. A 50-sphere pile (50 trees of 6 dofs, about 90 touching pairs)
 factors with about 170 off-diagonal blocks, some 0.3 Mflop against 9 for a dense 300×300 Cholesky, and
 gives the exact Newton direction that conjugate gradients approach in tens of iterations.
@@ -11,17 +11,17 @@ gives the exact Newton direction that conjugate gradients approach in tens of it
 One thread per world (``world_block_cholesky``) runs the whole solve each Newton iteration: the graph of
 the rows with curvature, the ordering, the assembly of the pattern's blocks, the factorization and the
 two triangular solves (a stiction-model direction, solved right after the Newton direction with the same
-rows curved, keeps that solve's graph, ordering and placement). L's blocks are packed in the world's pool
-column by column in elimination order (``_place_blocks``), so each solve sweeps one compact range of its
-``n × n`` allotment (enough for any pattern); measured 5 % faster than the blocks at their dense positions
-(pile, 64 and 1024 worlds). One thread's factorization is bound by the latency of its running sums, so the
-loops keep three independent sums in flight (3×3 Schur tiles; three rows, or entries of ``x``, per pass in
-the off-diagonal blocks and the substitutions), each summed in the order of a plain loop: a 64-world pile's
-solves took 7.5 instead of 9.5 ms per launch on the CPU, with the same bits. The assembly adds a row's ``Jᵀ G J``
-in 3×3 tiles of its entries too (``GJ`` of three entries times three entries' ``J``, each loaded once per tile
-instead of once per entry pair): 5 % off a 64-world pile's solves. The tree graph is a bitset row
-per tree (``⌈T/32⌉`` words), so clearing it, the degrees and a tree's remaining neighbours take a word at a
-time: graph and ordering 1.5 → 0.7 ms per launch on that pile, again with the same bits.
+rows curved, keeps that solve's graph, ordering and placement). The tree graph is a bitset row per tree
+(``⌈T/32⌉`` words), so clearing it, the degrees and a tree's remaining neighbours take a word at a time.
+
+The arithmetic works on chunks, 8-float vectors (``vec8f``): every row of a block of U is stored as the
+chunks of its columns' tree (a 6-dof body's row is one chunk, its last two lanes zero), U's blocks are
+packed block row by block row in elimination order (``_place_blocks``), and the right-hand side is
+chunked by tree as well. Each step of the factorization and the substitutions is then a chunk
+multiply-add (``row −= s · row'``), which the CPU compiler turns into one vector instruction, where a
+scalar loop runs six dependent multiply-adds; the assembly adds each entry's ``(J_eᵀ G) J`` to its row
+as three chunk multiply-adds per chunk. U's rows (the upper factor, not L's columns) make both the
+Schur updates and the forward substitution such row updates.
 """
 
 from __future__ import annotations
@@ -31,6 +31,9 @@ import warp as wp
 from .jacobian import second_walk
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
+
+# a chunk: eight consecutive entries of a row of U (or of the right-hand side), the unit of the arithmetic
+vec8f = wp.types.vector(length=8, dtype=wp.float32)
 
 
 @wp.func
@@ -58,6 +61,56 @@ def _pattern_add(pattern: wp.array(dtype=wp.uint32), row: int, b: int):
 
 
 @wp.func
+def _chunks(n: int):
+    """8-float chunks of a row of n entries (the last one zero-padded)."""
+    return (n + 7) // 8
+
+
+@wp.func
+def _lanes_from(first: int):
+    """Chunk mask: 1 in the lanes ≥ ``first``, 0 in those before."""
+    mask = vec8f()
+    for lane in range(8):
+        if lane >= first:
+            mask[lane] = 1.0
+    return mask
+
+
+@wp.func
+def _lane(lane: int):
+    """Chunk with 1 in ``lane`` and 0 elsewhere (built lane by lane, so it stays in registers: writing one lane
+    of a chunk in place would store and reload it)."""
+    one = vec8f()
+    for q in range(8):
+        if q == lane:
+            one[q] = 1.0
+    return one
+
+
+@wp.func
+def _entry(U: wp.array(dtype=vec8f), row: int, col: int):
+    """Entry ``col`` of the chunked row that starts at chunk ``row``."""
+    return U[row + col // 8][col % 8]
+
+
+@wp.func
+def _add_entry(U: wp.array(dtype=vec8f), row: int, col: int, value: float):
+    """Adds ``value`` to entry ``col`` of the chunked row that starts at chunk ``row``."""
+    U[row + col // 8] = U[row + col // 8] + value * _lane(col % 8)
+
+
+@wp.func
+def _row_trees(c: int, nnz: int, c_dof: wp.array2d(dtype=wp.int32), dof_tree: wp.array(dtype=wp.int32)):
+    """The trees of row c: its first entry's, and its last entry's where that differs (else -1). A row's
+    entries are at most two chain walks, each in one tree."""
+    first = dof_tree[c_dof[c, 0]]
+    last = dof_tree[c_dof[c, nnz - 1]]
+    if last == first:
+        last = -1
+    return first, last
+
+
+@wp.func
 def _mark_rows_graph(
     t0: int,
     T: int,
@@ -69,7 +122,6 @@ def _mark_rows_graph(
     c_nnz: wp.array(dtype=wp.int32),
     c_dof: wp.array2d(dtype=wp.int32),
     dof_tree: wp.array(dtype=wp.int32),
-    dof_parent: wp.array(dtype=wp.int32),
     pattern: wp.array(dtype=wp.uint32),
 ):
     """The world's tree graph as bitset rows, tree a's at ``pattern[pairs + a·W : … + W]``
@@ -83,15 +135,12 @@ def _mark_rows_graph(
     for k in range(begin, end):
         c = world_constraints[k]
         G = c_G[c]
-        nnz = c_nnz[c]
         if wp.ddot(G, G) == 0.0:
             continue
-        second = second_walk(c, nnz, c_dof, dof_parent)
-        if second < nnz:
-            a = dof_tree[c_dof[c, 0]] - t0
-            b = dof_tree[c_dof[c, second]] - t0
-            _pattern_add(pattern, pairs + a * W, b)
-            _pattern_add(pattern, pairs + b * W, a)
+        ta, tb = _row_trees(c, c_nnz[c], c_dof, dof_tree)
+        if tb >= 0:
+            _pattern_add(pattern, pairs + (ta - t0) * W, tb - t0)
+            _pattern_add(pattern, pairs + (tb - t0) * W, ta - t0)
 
 
 @wp.func
@@ -163,51 +212,21 @@ def _place_blocks(
     later_count: wp.array(dtype=wp.int32),
     block_index: wp.array(dtype=wp.int32),
 ):
-    """Offsets of L's blocks in the world's pool, ``block_index[pairs + i·T + k]`` for the rows of tree i and
-    the columns of tree k (i = k: the diagonal block; else i is eliminated after k), each row-major with
-    k's dof count as row length: column by column in elimination order, the diagonal block first, so the
-    factorization and the substitutions sweep the pool forwards (backwards). Returns the floats used."""
+    """Offsets (in chunks) of U's blocks after the world's factor base, ``block_index[pairs + i·T + k]`` for the
+    rows of tree k and the columns of tree i (i = k: the diagonal block; else i is eliminated after k), each
+    row ``_chunks(n_i)`` chunks long: block row by block row in elimination order, the diagonal block first,
+    so the factorization and the forward substitution sweep the pool forwards. Returns the chunks used."""
     cursor = int(0)
     for r in range(T):
         k = tree_order[t0 + r]
         nk = tree_dof_count[t0 + k]
         block_index[pairs + k * T + k] = cursor
-        cursor += nk * nk
+        cursor += nk * _chunks(nk)
         for m in range(later_count[t0 + k]):
             i = later[pairs + k * T + m]
             block_index[pairs + i * T + k] = cursor
-            cursor += tree_dof_count[t0 + i] * nk
+            cursor += nk * _chunks(tree_dof_count[t0 + i])
     return cursor
-
-
-@wp.func
-def _entry_chunk(c: int, e0: int, end: int, c_dof: wp.array2d(dtype=wp.int32), c_J: wp.array2d(dtype=wp.vec3)):
-    """Entries ``e0 … e0 + 2`` of row c that come before ``end`` (e0 does): their dofs (-1 past ``end``) and
-    their 3-vectors as the rows of a 3×3 matrix (zero past ``end``)."""
-    d = wp.vec3i(c_dof[c, e0], -1, -1)
-    J0 = c_J[c, e0]
-    J1 = wp.vec3(0.0)
-    J2 = wp.vec3(0.0)
-    if e0 + 1 < end:
-        d[1] = c_dof[c, e0 + 1]
-        J1 = c_J[c, e0 + 1]
-    if e0 + 2 < end:
-        d[2] = c_dof[c, e0 + 2]
-        J2 = c_J[c, e0 + 2]
-    return d, wp.matrix_from_rows(J0, J1, J2)
-
-
-@wp.func
-def _add_tile(L: wp.array(dtype=float), base: int, row_length: int, de: wp.vec3i, df: wp.vec3i, tile: wp.mat33,
-              lower: bool):  # fmt: skip
-    """``L[base + de_i · row_length + df_j] += tile_ij`` for the dofs that exist (≥ 0); ``lower``: only where
-    ``df_j ≤ de_i`` (a diagonal block's lower triangle)."""
-    for i in range(3):
-        if de[i] >= 0:
-            row = base + de[i] * row_length
-            for j in range(3):
-                if df[j] >= 0 and (not lower or df[j] <= de[i]):
-                    L[row + df[j]] = L[row + df[j]] + tile[i, j]
 
 
 @wp.func
@@ -218,7 +237,7 @@ def _assemble(
     t0: int,
     T: int,
     pairs: int,
-    off: int,
+    base: int,
     begin: int,
     end: int,
     tree_dof_start: wp.array(dtype=wp.int32),
@@ -235,21 +254,28 @@ def _assemble(
     c_J: wp.array2d(dtype=wp.vec3),
     tree_rank: wp.array(dtype=wp.int32),
     block_index: wp.array(dtype=wp.int32),
-    L: wp.array(dtype=float),
+    U: wp.array(dtype=vec8f),
 ):
-    """The blocks of H in L's layout (``_place_blocks``; diagonal blocks lower triangle): the pool's first
-    ``size`` floats zeroed, then A's entries, then ``Jᵀ G J`` of the rows with curvature."""
+    """The blocks of H in U's layout (``_place_blocks``; coupling blocks in the rows of the tree eliminated
+    first): the ``size`` chunks from ``base`` zeroed, then A's entries (the diagonal blocks' upper triangle;
+    the factorization reads no other), then ``Jᵀ G J`` of the rows with curvature. Per row and column chunk of
+    each of its trees, J's x, y and z over that chunk are gathered in registers, and each entry e adds
+    ``(J_eᵀ G) J`` to that chunk of its dof's row (in its tree's diagonal block, or in the coupling block
+    where its tree comes first): three chunk multiply-adds."""
+    zero = vec8f()
     for q in range(size):
-        L[off + q] = 0.0
-    for i in range(s, s + n):  # A: row i holds i's ancestors j (same tree, j < i)
+        U[base + q] = zero
+    for i in range(s, s + n):  # A: i and its ancestors j (same tree), at (j, i): the upper triangle
         t = dof_tree[i]
         first = tree_dof_start[t]
-        row = off + block_index[pairs + (t - t0) * T + (t - t0)] + (i - first) * tree_dof_count[t] - first
+        P = _chunks(tree_dof_count[t])
+        D = base + block_index[pairs + (t - t0) * T + (t - t0)]
         rs = dof_row_start[i]
         di = dof_depth[i]
         j = i
         while j >= 0:
-            L[row + j] = A_rows[rs + di - dof_depth[j]]
+            a = A_rows[rs + di - dof_depth[j]]
+            _add_entry(U, D + (j - first) * P, i - first, a)
             j = dof_parent[j]
     for k in range(begin, end):
         c = world_constraints[k]
@@ -258,70 +284,52 @@ def _assemble(
             continue
         nnz = c_nnz[c]
         second = second_walk(c, nnz, c_dof, dof_parent)
-        tree_first = dof_tree[c_dof[c, 0]]
-        if second == nnz or dof_tree[c_dof[c, second]] == tree_first:
-            # one tree (one walk, or two branches): the lower triangle of its diagonal block
-            first = tree_dof_start[tree_first]
-            n_own = tree_dof_count[tree_first]
-            diag = off + block_index[pairs + (tree_first - t0) * T + (tree_first - t0)] - first * n_own - first
-            for e0 in range(0, nnz, 3):
-                de, JE = _entry_chunk(c, e0, nnz, c_dof, c_J)
-                GJE = JE * G
-                f_begin = int(0)  # two branches: any pair may be in the lower triangle
-                if second == nnz:
-                    f_begin = e0  # one walk: the lower triangle is the entries from e on
-                for f0 in range(f_begin, nnz, 3):
-                    df, JF = _entry_chunk(c, f0, nnz, c_dof, c_J)
-                    _add_tile(L, diag, n_own, de, df, GJE * wp.transpose(JF), True)
-            continue
-        # two trees: per walk, its own entries from e on (e's ancestors: the diagonal block's lower triangle),
-        # and the whole other walk into the off-diagonal block when the walk's tree is eliminated later
-        for side in range(2):
-            walk_begin = 0
-            walk_end = second
+        if second < nnz and dof_tree[c_dof[c, second]] == dof_tree[c_dof[c, 0]]:
+            second = nnz  # two branches of one tree: one range of entries
+        for side in range(2):  # the columns of the first walk's tree, then of the second's
+            own_begin = int(0)
+            own_end = second
             other_begin = second
             other_end = nnz
             if side == 1:
-                walk_begin = second
-                walk_end = nnz
+                own_begin = second
+                own_end = nnz
                 other_begin = 0
                 other_end = second
-            own = dof_tree[c_dof[c, walk_begin]]
-            other = dof_tree[c_dof[c, other_begin]]
-            first = tree_dof_start[own]
-            n_own = tree_dof_count[own]
-            diag = off + block_index[pairs + (own - t0) * T + (own - t0)] - first * n_own - first
-            later_own = tree_rank[own] > tree_rank[other]
-            coupled = int(0)
-            n_other = int(0)
-            if later_own:
-                n_other = tree_dof_count[other]
-                coupled = (off + block_index[pairs + (own - t0) * T + (other - t0)] - first * n_other
-                           - tree_dof_start[other])  # fmt: skip
-            for e0 in range(walk_begin, walk_end, 3):
-                de, JE = _entry_chunk(c, e0, walk_end, c_dof, c_J)
-                GJE = JE * G
-                for f0 in range(e0, walk_end, 3):
-                    df, JF = _entry_chunk(c, f0, walk_end, c_dof, c_J)
-                    _add_tile(L, diag, n_own, de, df, GJE * wp.transpose(JF), True)
-                if later_own:
-                    for f0 in range(other_begin, other_end, 3):
-                        df, JF = _entry_chunk(c, f0, other_end, c_dof, c_J)
-                        _add_tile(L, coupled, n_other, de, df, GJE * wp.transpose(JF), False)
-
-
-@wp.func
-def _schur_tile_row(
-    L: wp.array(dtype=float), row: int, a: int, b0: int, b1: int, b2: int, lower: bool, s0: float, s1: float, s2: float
-):
-    """``L[row + b] −= s`` for the distinct columns b0 < b1 < b2 of one row of a Schur tile (clamped duplicates
-    skipped); ``lower``: a diagonal block, whose columns past the row ``a`` are not stored."""
-    if not lower or b0 <= a:
-        L[row + b0] = L[row + b0] - s0
-    if b1 > b0 and (not lower or b1 <= a):
-        L[row + b1] = L[row + b1] - s1
-    if b2 > b1 and (not lower or b2 <= a):
-        L[row + b2] = L[row + b2] - s2
+            if own_begin == own_end:
+                continue
+            own = dof_tree[c_dof[c, own_begin]]
+            own_first = tree_dof_start[own]
+            P = _chunks(tree_dof_count[own])
+            diag = base + block_index[pairs + (own - t0) * T + (own - t0)]
+            coupled = int(-1)  # the coupling block where the other tree comes first: its rows take these columns
+            other_first = int(0)
+            if other_begin < other_end:
+                other = dof_tree[c_dof[c, other_begin]]
+                if tree_rank[other] < tree_rank[own]:
+                    coupled = base + block_index[pairs + (own - t0) * T + (other - t0)]
+                    other_first = tree_dof_start[other]
+            for q in range(P):  # column chunk q of own: J's x, y, z over it, then each entry's row
+                jx = vec8f()
+                jy = vec8f()
+                jz = vec8f()
+                for e in range(own_begin, own_end):
+                    col = c_dof[c, e] - own_first - 8 * q
+                    if col >= 0 and col < 8:
+                        one = _lane(col)
+                        Je = c_J[c, e]
+                        jx += Je[0] * one
+                        jy += Je[1] * one
+                        jz += Je[2] * one
+                for e in range(own_begin, own_end):
+                    row = diag + (c_dof[c, e] - own_first) * P + q
+                    g = wp.transpose(G) * c_J[c, e]  # (J_eᵀ G)ᵀ
+                    U[row] = U[row] + g[0] * jx + g[1] * jy + g[2] * jz
+                if coupled >= 0:
+                    for e in range(other_begin, other_end):
+                        row = coupled + (c_dof[c, e] - other_first) * P + q
+                        g = wp.transpose(G) * c_J[c, e]
+                        U[row] = U[row] + g[0] * jx + g[1] * jy + g[2] * jz
 
 
 @wp.func
@@ -329,7 +337,7 @@ def _factor(
     t0: int,
     T: int,
     pairs: int,
-    off: int,
+    base: int,
     tree_dof_start: wp.array(dtype=wp.int32),
     tree_dof_count: wp.array(dtype=wp.int32),
     tree_rank: wp.array(dtype=wp.int32),
@@ -337,106 +345,82 @@ def _factor(
     later: wp.array(dtype=wp.int32),
     later_count: wp.array(dtype=wp.int32),
     block_index: wp.array(dtype=wp.int32),
-    L: wp.array(dtype=float),
+    U: wp.array(dtype=vec8f),
     inv_diag: wp.array(dtype=float),
 ):
-    """Right-looking block Cholesky in the elimination order: per tree k, ``L_kk = chol(H_kk)``,
-    ``L_ik = H_ik L_kk⁻ᵀ`` for its later neighbours i, and ``H_ij −= L_ik L_jkᵀ`` for each pair of them.
-    ``inv_diag`` [dof] keeps the reciprocals of L's diagonal (multiplications replace the divisions of the
-    substitutions, which would chain their latencies). A non-positive pivot (H not positive definite:
-    broken input) leaves NaN, which the line search flags."""
+    """Block Cholesky ``H = Uᵀ U`` in the elimination order, a chunk of a row at a time: per tree k,
+    ``U_kk = chol(H_kk)ᵀ`` (row p: ``(H_kk[p, :] − Σ_{q<p} U_kk[q, p] U_kk[q, :]) / U_kk[p, p]``, the lanes left
+    of p in its chunk zeroed), ``U_ki = U_kk⁻ᵀ H_ki`` for its later neighbours i, and ``H_ij −= U_kiᵀ U_kj`` on
+    the rows of the earlier of each pair of them (three rows at a time, so three sums are in flight).
+    ``inv_diag`` [dof] keeps ``1 / U[p, p]``; the chunks left of the diagonal's are not read again. A
+    non-positive pivot (H not positive definite: broken input) leaves NaN, which the line search flags."""
     for r in range(T):
         k = tree_order[t0 + r]
         xk = tree_dof_start[t0 + k]
         nk = tree_dof_count[t0 + k]
-        D = off + block_index[pairs + k * T + k]
-        for j in range(nk):  # dense Cholesky of the diagonal block
-            d = L[D + j * nk + j]
-            for p in range(j):
-                d -= L[D + j * nk + p] * L[D + j * nk + p]
-            d = wp.sqrt(d)
-            L[D + j * nk + j] = d
-            inv_d = 1.0 / d
-            inv_diag[xk + j] = inv_d
-            for i in range(j + 1, nk):
-                acc = L[D + i * nk + j]
-                for p in range(j):
-                    acc -= L[D + i * nk + p] * L[D + j * nk + p]
-                L[D + i * nk + j] = acc * inv_d
+        Pk = _chunks(nk)
+        D = base + block_index[pairs + k * T + k]
+        for p in range(nk):
+            cp = p // 8
+            lp = p % 8
+            row = D + p * Pk
+            acc = U[row + cp]
+            for q in range(p):
+                above = U[D + q * Pk + cp]
+                acc = acc - above[lp] * above
+            inv = 1.0 / wp.sqrt(acc[lp])
+            inv_diag[xk + p] = inv
+            U[row + cp] = wp.cw_mul(acc, _lanes_from(lp)) * inv
+            for cc in range(cp + 1, Pk):
+                acc = U[row + cc]
+                for q in range(p):
+                    acc = acc - _entry(U, D + q * Pk, p) * U[D + q * Pk + cc]
+                U[row + cc] = acc * inv
         row_k = pairs + k * T
         count = later_count[t0 + k]
-        for m in range(count):  # L_ik = H_ik L_kk⁻ᵀ, row by row
+        for m in range(count):  # U_ki = U_kk⁻ᵀ H_ki, row by row
             i = later[row_k + m]
-            B = off + block_index[pairs + i * T + k]
+            Pi = _chunks(tree_dof_count[t0 + i])
+            B = base + block_index[pairs + i * T + k]
+            for p in range(nk):
+                inv = inv_diag[xk + p]
+                for cc in range(Pi):
+                    acc = U[B + p * Pi + cc]
+                    for q in range(p):
+                        acc = acc - _entry(U, D + q * Pk, p) * U[B + q * Pi + cc]
+                    U[B + p * Pi + cc] = acc * inv
+        for m in range(count):  # Schur complement: rows of i, columns of j, i not after j
+            i = later[row_k + m]
             ni = tree_dof_count[t0 + i]
-            for a in range(0, ni, 3):  # three rows at a time: independent sums share the loads of L_kk
-                a1 = wp.min(a + 1, ni - 1)
-                a2 = wp.min(a + 2, ni - 1)
-                for j in range(nk):
-                    s0 = L[B + a * nk + j]
-                    s1 = L[B + a1 * nk + j]
-                    s2 = L[B + a2 * nk + j]
-                    for p in range(j):
-                        d = L[D + j * nk + p]
-                        s0 -= L[B + a * nk + p] * d
-                        s1 -= L[B + a1 * nk + p] * d
-                        s2 -= L[B + a2 * nk + p] * d
-                    inv = inv_diag[xk + j]
-                    L[B + a * nk + j] = s0 * inv
-                    if a1 > a:
-                        L[B + a1 * nk + j] = s1 * inv
-                    if a2 > a1:
-                        L[B + a2 * nk + j] = s2 * inv
-        for m in range(count):  # Schur complement on the stored part of each neighbour pair
-            i = later[row_k + m]
-            Bi = off + block_index[pairs + i * T + k]
+            Pi = _chunks(ni)
+            Bi = base + block_index[pairs + i * T + k]
             for m2 in range(count):
                 j = later[row_k + m2]
-                if tree_rank[t0 + j] > tree_rank[t0 + i]:
+                if tree_rank[t0 + j] < tree_rank[t0 + i]:
                     continue
-                Bj = off + block_index[pairs + j * T + k]
-                target = off + block_index[pairs + i * T + j]  # rows of i, columns of j
-                nj = tree_dof_count[t0 + j]
-                na = tree_dof_count[t0 + i]
-                for a in range(0, na, 3):  # 3×3 tiles: nine independent sums share six loads per p
-                    a1 = wp.min(a + 1, na - 1)
-                    a2 = wp.min(a + 2, na - 1)
-                    nb = nj
+                Pj = _chunks(tree_dof_count[t0 + j])
+                Bj = base + block_index[pairs + j * T + k]
+                target = base + block_index[pairs + j * T + i]  # j = i: i's diagonal block
+                for a in range(0, ni, 3):
+                    a1 = wp.min(a + 1, ni - 1)
+                    a2 = wp.min(a + 2, ni - 1)
+                    c_first = int(0)
                     if i == j:
-                        nb = a2 + 1  # the diagonal block: lower triangle only
-                    for b in range(0, nb, 3):
-                        b1 = wp.min(b + 1, nb - 1)
-                        b2 = wp.min(b + 2, nb - 1)
-                        s00 = float(0.0)
-                        s01 = float(0.0)
-                        s02 = float(0.0)
-                        s10 = float(0.0)
-                        s11 = float(0.0)
-                        s12 = float(0.0)
-                        s20 = float(0.0)
-                        s21 = float(0.0)
-                        s22 = float(0.0)
+                        c_first = a // 8  # the diagonal block: its upper part
+                    for cc in range(c_first, Pj):
+                        acc0 = U[target + a * Pj + cc]
+                        acc1 = U[target + a1 * Pj + cc]
+                        acc2 = U[target + a2 * Pj + cc]
                         for p in range(nk):
-                            x0 = L[Bi + a * nk + p]
-                            x1 = L[Bi + a1 * nk + p]
-                            x2 = L[Bi + a2 * nk + p]
-                            y0 = L[Bj + b * nk + p]
-                            y1 = L[Bj + b1 * nk + p]
-                            y2 = L[Bj + b2 * nk + p]
-                            s00 += x0 * y0
-                            s01 += x0 * y1
-                            s02 += x0 * y2
-                            s10 += x1 * y0
-                            s11 += x1 * y1
-                            s12 += x1 * y2
-                            s20 += x2 * y0
-                            s21 += x2 * y1
-                            s22 += x2 * y2
-                        _schur_tile_row(L, target + a * nj, a, b, b1, b2, i == j, s00, s01, s02)
+                            y = U[Bj + p * Pj + cc]
+                            acc0 = acc0 - _entry(U, Bi + p * Pi, a) * y
+                            acc1 = acc1 - _entry(U, Bi + p * Pi, a1) * y
+                            acc2 = acc2 - _entry(U, Bi + p * Pi, a2) * y
+                        U[target + a * Pj + cc] = acc0
                         if a1 > a:
-                            _schur_tile_row(L, target + a1 * nj, a1, b, b1, b2, i == j, s10, s11, s12)
+                            U[target + a1 * Pj + cc] = acc1
                         if a2 > a1:
-                            _schur_tile_row(L, target + a2 * nj, a2, b, b1, b2, i == j, s20, s21, s22)
+                            U[target + a2 * Pj + cc] = acc2
 
 
 @wp.func
@@ -444,83 +428,84 @@ def _solve(
     t0: int,
     T: int,
     pairs: int,
-    off: int,
+    base: int,
+    X: int,
     tree_dof_start: wp.array(dtype=wp.int32),
     tree_dof_count: wp.array(dtype=wp.int32),
+    tree_chunk_start: wp.array(dtype=wp.int32),
     tree_order: wp.array(dtype=wp.int32),
     later: wp.array(dtype=wp.int32),
     later_count: wp.array(dtype=wp.int32),
     block_index: wp.array(dtype=wp.int32),
-    L: wp.array(dtype=float),
+    U: wp.array(dtype=vec8f),
     inv_diag: wp.array(dtype=float),
-    x: wp.array(dtype=float),
 ):
-    """``x ← (L Lᵀ)⁻¹ x`` over the world's dofs: forward substitution in the elimination order (each solved
-    block updates its later neighbours), then backward (each block gathers from its later neighbours)."""
+    """``x ← (Uᵀ U)⁻¹ x`` on the world's right-hand side in chunks (tree t's at ``X + tree_chunk_start[t]``):
+    forward ``Uᵀ y = x`` in the elimination order (each solved block updates its later neighbours' chunks),
+    then backward ``U x = y`` (each block gathers its later neighbours' dot products). A tree's chunk being
+    solved stays in a register; its lanes are read and set through one-hot chunks (``_lane``)."""
     for r in range(T):
         k = tree_order[t0 + r]
         xk = tree_dof_start[t0 + k]
         nk = tree_dof_count[t0 + k]
-        D = off + block_index[pairs + k * T + k]
-        for j in range(nk):
-            acc = x[xk + j]
-            for p in range(j):
-                acc -= L[D + j * nk + p] * x[xk + p]
-            x[xk + j] = acc * inv_diag[xk + j]
+        Pk = _chunks(nk)
+        D = base + block_index[pairs + k * T + k]
+        Xk = X + tree_chunk_start[t0 + k]
+        for cc in range(Pk):  # chunk cc −= Σ_p y_p U_kk[p, cc], solving its own lanes on the way
+            xc = U[Xk + cc]
+            for p in range(wp.min(nk, 8 * cc + 8)):
+                row = U[D + p * Pk + cc]  # zero left of p
+                if p < 8 * cc:
+                    xc = xc - _entry(U, Xk, p) * row
+                else:
+                    one = _lane(p - 8 * cc)
+                    y = xc[p - 8 * cc] * inv_diag[xk + p]
+                    xc = xc - y * row
+                    xc = xc - wp.cw_mul(xc, one) + y * one
+            U[Xk + cc] = xc
         for m in range(later_count[t0 + k]):
             i = later[pairs + k * T + m]
-            xi = tree_dof_start[t0 + i]
-            B = off + block_index[pairs + i * T + k]
-            ni = tree_dof_count[t0 + i]
-            for a in range(0, ni, 3):  # three rows at a time: independent sums share the loads of x_k
-                a1 = wp.min(a + 1, ni - 1)
-                a2 = wp.min(a + 2, ni - 1)
-                s0 = float(0.0)
-                s1 = float(0.0)
-                s2 = float(0.0)
+            Pi = _chunks(tree_dof_count[t0 + i])
+            B = base + block_index[pairs + i * T + k]
+            Xi = X + tree_chunk_start[t0 + i]
+            for cc in range(Pi):
+                acc = U[Xi + cc]
                 for p in range(nk):
-                    xp = x[xk + p]
-                    s0 += L[B + a * nk + p] * xp
-                    s1 += L[B + a1 * nk + p] * xp
-                    s2 += L[B + a2 * nk + p] * xp
-                x[xi + a] = x[xi + a] - s0
-                if a1 > a:
-                    x[xi + a1] = x[xi + a1] - s1
-                if a2 > a1:
-                    x[xi + a2] = x[xi + a2] - s2
+                    acc = acc - _entry(U, Xk, p) * U[B + p * Pi + cc]
+                U[Xi + cc] = acc
     for r2 in range(T):
         r = T - 1 - r2
         k = tree_order[t0 + r]
         xk = tree_dof_start[t0 + k]
         nk = tree_dof_count[t0 + k]
-        D = off + block_index[pairs + k * T + k]
+        Pk = _chunks(nk)
+        D = base + block_index[pairs + k * T + k]
+        Xk = X + tree_chunk_start[t0 + k]
         count = later_count[t0 + k]
-        for p in range(0, nk, 3):  # x_k −= Σ_i L_ikᵀ x_i, three entries of x_k at a time, stored once
-            p1 = wp.min(p + 1, nk - 1)
-            p2 = wp.min(p + 2, nk - 1)
-            s0 = x[xk + p]
-            s1 = x[xk + p1]
-            s2 = x[xk + p2]
-            for m in range(count):
-                i = later[pairs + k * T + m]
-                xi = tree_dof_start[t0 + i]
-                B = off + block_index[pairs + i * T + k]
-                for a in range(tree_dof_count[t0 + i]):
-                    xa = x[xi + a]
-                    s0 -= L[B + a * nk + p] * xa
-                    s1 -= L[B + a * nk + p1] * xa
-                    s2 -= L[B + a * nk + p2] * xa
-            x[xk + p] = s0
-            if p1 > p:
-                x[xk + p1] = s1
-            if p2 > p1:
-                x[xk + p2] = s2
-        for j2 in range(nk):
-            j = nk - 1 - j2
-            acc = x[xk + j]
-            for p in range(j + 1, nk):
-                acc -= L[D + p * nk + j] * x[xk + p]
-            x[xk + j] = acc * inv_diag[xk + j]
+        for cc2 in range(Pk):
+            cc = Pk - 1 - cc2
+            lanes = wp.min(8, nk - 8 * cc)
+            xc = U[Xk + cc]
+            for lane in range(lanes):  # y_p −= Σ_i U_ki[p, :] x_i
+                p = 8 * cc + lane
+                s = float(0.0)
+                for m in range(count):
+                    i = later[pairs + k * T + m]
+                    Pi = _chunks(tree_dof_count[t0 + i])
+                    B = base + block_index[pairs + i * T + k]
+                    Xi = X + tree_chunk_start[t0 + i]
+                    for c2 in range(Pi):
+                        s += wp.dot(U[B + p * Pi + c2], U[Xi + c2])
+                xc = xc - s * _lane(lane)
+            for lane2 in range(lanes):  # U_kk x_k = y_k from the chunk's last row up
+                lane = lanes - 1 - lane2
+                p = 8 * cc + lane
+                s = wp.dot(wp.cw_mul(U[D + p * Pk + cc], _lanes_from(lane + 1)), xc)
+                for c2 in range(cc + 1, Pk):
+                    s += wp.dot(U[D + p * Pk + c2], U[Xk + c2])
+                one = _lane(lane)
+                xc = xc - wp.cw_mul(xc, one) + ((xc[lane] - s) * inv_diag[xk + p]) * one
+            U[Xk + cc] = xc
 
 
 @wp.kernel
@@ -532,6 +517,7 @@ def world_block_cholesky(
     world_pair_offset: wp.array(dtype=wp.int32),
     tree_dof_start: wp.array(dtype=wp.int32),
     tree_dof_count: wp.array(dtype=wp.int32),
+    tree_chunk_start: wp.array(dtype=wp.int32),
     dof_tree: wp.array(dtype=wp.int32),
     dof_parent: wp.array(dtype=wp.int32),
     dof_depth: wp.array(dtype=wp.int32),
@@ -549,7 +535,7 @@ def world_block_cholesky(
     c_J: wp.array2d(dtype=wp.vec3),
     A_rows: wp.array(dtype=float),
     grad: wp.array(dtype=float),
-    # outputs (pattern, later, block_index, tree_degree, tree_rank, tree_order, tree_later_count, L, inv_diag:
+    # outputs (pattern, later, block_index, tree_degree, tree_rank, tree_order, tree_later_count, U, inv_diag:
     # scratch)
     pattern: wp.array(dtype=wp.uint32),
     later: wp.array(dtype=wp.int32),
@@ -559,18 +545,20 @@ def world_block_cholesky(
     tree_order: wp.array(dtype=wp.int32),
     tree_later_count: wp.array(dtype=wp.int32),
     world_pool_used: wp.array(dtype=wp.int32),
-    L: wp.array(dtype=float),
+    U: wp.array(dtype=vec8f),
     inv_diag: wp.array(dtype=float),
     dv_out: wp.array(dtype=float),
 ):
     """One thread per active block-Cholesky world (not solved by the tree LDLᵀ this step):
-    ``Δv = −H⁻¹ ∇ℓ`` with ``H = A + Jᵀ G J`` factored by tree blocks in minimum-degree order.
-    ``reuse_order = 1``: the rows with curvature are those of this world's last solve (the stiction model's
-    direction, whose G differs only on rows that have curvature either way), so the graph, the order and
-    the block placement of that solve (``world_pool_used``: the floats its blocks take) are kept."""
+    ``Δv = −H⁻¹ ∇ℓ`` with ``H = A + Jᵀ G J = Uᵀ U`` factored by tree blocks in minimum-degree order. The
+    world's pool (``world_block_offset``, in chunks) holds its right-hand side in chunks, then U's blocks.
+    ``reuse_order = 1``: the rows with curvature are those of this world's last
+    solve (the stiction model's direction, whose G differs only on rows that have curvature either way), so
+    the graph, the order and the block placement of that solve (``world_pool_used``: the chunks its blocks
+    take) are kept."""
     w = wp.tid()
-    off = world_block_offset[w]
-    if off < 0 or world_active[w] == 0 or world_tree_local[w] == 1:
+    X = world_block_offset[w]
+    if X < 0 or world_active[w] == 0 or world_tree_local[w] == 1:
         return
     s = world_dof_start[w]
     n = world_dof_start[w + 1] - s
@@ -579,19 +567,32 @@ def world_block_cholesky(
     pairs = world_pair_offset[w]
     begin = world_constraint_start[w]
     end = begin + world_constraint_count[w]
+    base = X + tree_chunk_start[t0 + T - 1] + _chunks(tree_dof_count[t0 + T - 1])
     size = world_pool_used[w]
     if reuse_order == 0:
-        _mark_rows_graph(t0, T, pairs, begin, end, world_constraints, c_G, c_nnz, c_dof, dof_tree, dof_parent,
-                         pattern)  # fmt: skip
+        _mark_rows_graph(t0, T, pairs, begin, end, world_constraints, c_G, c_nnz, c_dof, dof_tree, pattern)
         _minimum_degree_order(t0, T, pairs, pattern, tree_degree, tree_rank, tree_order, later, tree_later_count)
         size = _place_blocks(t0, T, pairs, tree_dof_count, tree_order, later, tree_later_count, block_index)
         world_pool_used[w] = size
-    _assemble(s, n, size, t0, T, pairs, off, begin, end, tree_dof_start, tree_dof_count, dof_tree, dof_parent,
+    _assemble(s, n, size, t0, T, pairs, base, begin, end, tree_dof_start, tree_dof_count, dof_tree, dof_parent,
               dof_depth, dof_row_start, A_rows, world_constraints, c_G, c_nnz, c_dof, c_J, tree_rank, block_index,
-              L)  # fmt: skip
-    _factor(t0, T, pairs, off, tree_dof_start, tree_dof_count, tree_rank, tree_order, later, tree_later_count,
-            block_index, L, inv_diag)  # fmt: skip
-    for i in range(s, s + n):
-        dv_out[i] = -grad[i]
-    _solve(t0, T, pairs, off, tree_dof_start, tree_dof_count, tree_order, later, tree_later_count, block_index, L,
-           inv_diag, dv_out)  # fmt: skip
+              U)  # fmt: skip
+    _factor(t0, T, pairs, base, tree_dof_start, tree_dof_count, tree_rank, tree_order, later, tree_later_count,
+            block_index, U, inv_diag)  # fmt: skip
+    for t in range(t0, t0 + T):  # −∇ℓ in chunks, a chunk built in a register
+        first = tree_dof_start[t]
+        nt = tree_dof_count[t]
+        for cc in range(_chunks(nt)):
+            chunk = vec8f()
+            for lane in range(wp.min(8, nt - 8 * cc)):
+                chunk -= grad[first + 8 * cc + lane] * _lane(lane)
+            U[X + tree_chunk_start[t] + cc] = chunk
+    _solve(t0, T, pairs, base, X, tree_dof_start, tree_dof_count, tree_chunk_start, tree_order, later,
+           tree_later_count, block_index, U, inv_diag)  # fmt: skip
+    for t in range(t0, t0 + T):
+        first = tree_dof_start[t]
+        nt = tree_dof_count[t]
+        for cc in range(_chunks(nt)):
+            chunk = U[X + tree_chunk_start[t] + cc]
+            for lane in range(wp.min(8, nt - 8 * cc)):
+                dv_out[first + 8 * cc + lane] = chunk[lane]

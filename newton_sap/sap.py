@@ -59,7 +59,7 @@ import functools
 import numpy as np
 import warp as wp
 
-from .block_cholesky import world_block_cholesky
+from .block_cholesky import vec8f, world_block_cholesky
 from .constraints.dispatch import constraint_impulse, slots_per_thread, thread_slots
 from .constraints.friction_cone import contact_separates
 from .contact_constraints import (
@@ -913,7 +913,7 @@ class SapSolver:
         )
         # tree-block sparse Cholesky (block_cholesky.py): factor storage and per-world scratch
         self.uses_block_cholesky = topology.world_block_size > 0
-        self.block_L = zeros(max(topology.world_block_size, 1))
+        self.block_pool = zeros(max(topology.world_block_size, 1), vec8f)
         self.block_inv_diag = zeros(ndof)
         self.block_pattern = zeros(max(topology.world_pair_size, 1), wp.uint32)  # bitset rows: T·⌈T/32⌉ ≤ T² words
         self.block_later = zeros(max(topology.world_pair_size, 1), wp.int32)
@@ -1465,12 +1465,12 @@ class SapSolver:
                 world_block_cholesky,
                 dim=topo.world_count,
                 inputs=[T.world_dof_start, T.world_tree_start, T.world_block_offset, T.world_pair_offset,
-                        T.tree_dof_start, T.tree_dof_count, T.dof_tree, T.dof_parent, T.dof_depth, T.dof_row_start,
-                        int(same_curved_rows), active, self.world_tree_local, self.world_constraint_start,
-                        self.world_constraint_count, self.world_constraints, G, self.c_nnz, self.c_dof, self.c_J,
-                        A_rows, grad],
+                        T.tree_dof_start, T.tree_dof_count, T.tree_chunk_start, T.dof_tree, T.dof_parent,
+                        T.dof_depth, T.dof_row_start, int(same_curved_rows), active, self.world_tree_local,
+                        self.world_constraint_start, self.world_constraint_count, self.world_constraints, G,
+                        self.c_nnz, self.c_dof, self.c_J, A_rows, grad],
                 outputs=[self.block_pattern, self.block_later, self.block_index, self.tree_degree, self.tree_rank,
-                         self.tree_order, self.tree_later_count, self.world_pool_used, self.block_L,
+                         self.tree_order, self.tree_later_count, self.world_pool_used, self.block_pool,
                          self.block_inv_diag, dv],
                 device=dev,
             )  # fmt: skip

@@ -127,8 +127,9 @@ class Topology:
     world_uses_pcg: np.ndarray | None = None  # [world] 1 where the SAP systems are solved by PCG
     # SAP: tree-block sparse Cholesky of the worlds between the dense and the PCG sizes
     world_tree_start: np.ndarray | None = None  # [world + 1] tree range of each world
-    world_block_offset: np.ndarray | None = None  # [world] offset of its n×n factor storage, -1: other solve
-    world_block_size: int = 0
+    world_block_offset: np.ndarray | None = None  # [world] offset of its pool (8-float chunks), -1: other solve
+    world_block_size: int = 0  # chunks of all pools
+    tree_chunk_start: np.ndarray | None = None  # [tree] its first chunk in its world's chunked vectors
     world_pair_offset: np.ndarray | None = None  # [world] offset of its T×T tree-pair pattern (T trees)
     world_pair_size: int = 0
 
@@ -340,13 +341,19 @@ def build_topology(
     world_tree_start = np.searchsorted(tree_world, np.arange(world_count + 1)).astype(np.int32)
     world_tree_count = np.diff(world_tree_start)
     uses_block = (world_dof_count > dense_world_max_dofs) & (world_dof_count <= block_cholesky_max_dofs)
-    block_sizes = np.where(uses_block, world_dof_count.astype(np.int64) ** 2, 0)
+    tree_chunk_start = np.zeros(len(tree_dof_count_a), np.int64)
+    block_sizes = np.zeros(world_count, np.int64)
+    for w in np.nonzero(uses_block)[0]:
+        block_sizes[w], tree_chunk_start[world_tree_start[w] : world_tree_start[w + 1]] = _block_pool_chunks(
+            tree_dof_count_a[world_tree_start[w] : world_tree_start[w + 1]]
+        )
     world_block_offset = np.where(uses_block, np.cumsum(block_sizes) - block_sizes, -1)
     pair_sizes = np.where(uses_block, world_tree_count.astype(np.int64) ** 2, 0)
     world_pair_offset = np.where(uses_block, np.cumsum(pair_sizes) - pair_sizes, -1)
     if block_sizes.sum() >= 2**31:
         raise ModelError(
-            f"the block-Cholesky factors of {int(uses_block.sum())} worlds need {int(block_sizes.sum())} floats, "
+            f"the block-Cholesky factors of {int(uses_block.sum())} worlds need {int(block_sizes.sum())} chunks "
+            "of 8 floats, "
             "more than int32 indexing allows: lower block_cholesky_max_dofs (PCG above it)"
         )
 
@@ -426,11 +433,27 @@ def build_topology(
         world_tree_start=world_tree_start,
         world_block_offset=world_block_offset.astype(np.int32),
         world_block_size=int(block_sizes.sum()),
+        tree_chunk_start=tree_chunk_start.astype(np.int32),
         world_pair_offset=world_pair_offset.astype(np.int32),
         world_pair_size=int(pair_sizes.sum()),
     )
     _check_dof_inertia(topo, mass, inertia, armature, children, joint_labels)
     return topo
+
+
+def _block_pool_chunks(dof_counts: np.ndarray) -> tuple[int, np.ndarray]:
+    """Pool of a block-Cholesky world (``block_cholesky.py``) in 8-float chunks, and each tree's first chunk in
+    its chunked right-hand side. The pool holds the right-hand side (a tree of n dofs takes ``⌈n/8⌉`` chunks)
+    and U's blocks for any elimination order: tree k's block row takes ``n_k`` rows of the chunks of k and of
+    every tree eliminated after it (at most), and ``Σ_k n_k Σ_(j not before k) P_j`` is largest with the
+    trees in decreasing ``n/P`` (swapping neighbours k, j changes it by ``n_j P_k − n_k P_j``), so that order
+    bounds every pattern's."""
+    chunks = (dof_counts.astype(np.int64) + 7) // 8
+    start = np.cumsum(chunks) - chunks
+    order = np.argsort(-dof_counts / np.maximum(chunks, 1), kind="stable")
+    later_chunks = np.cumsum(chunks[order][::-1])[::-1]  # chunks of the trees from each position on
+    blocks = int((dof_counts[order].astype(np.int64) * later_chunks).sum())
+    return int(chunks.sum()) + blocks, start
 
 
 def _topological_bodies(roots: list[int], children: list[list[int]]) -> list[int]:
@@ -521,7 +544,7 @@ def to_device(topo: Topology, device) -> DeviceTopology:
         "dof_dense_offset", "dof_local", "dof_coord", "tree_dof_start", "tree_dof_count", "tree_world",
         "tree_body_start", "tree_bodies", "world_dof_start", "branch_start", "branch_joints", "body_last_dof",
         "world_dense_offset", "dof_world", "world_uses_pcg", "joint_in_tree", "loop_joints", "sparse_trees",
-        "tree_ids", "world_tree_start", "world_block_offset", "world_pair_offset",
+        "tree_ids", "world_tree_start", "world_block_offset", "world_pair_offset", "tree_chunk_start",
     ]  # fmt: skip
     arrays = {
         n: wp.array(np.ascontiguousarray(getattr(topo, n), dtype=np.int32), dtype=wp.int32, device=device)

@@ -107,13 +107,13 @@ def test_block_cholesky_size_limit_selects_pcg():
 
 def _random_tree_world(rng, tree_count):
     """Chain sizes and coupled tree pairs of a synthetic world: ``tree_count`` 0 gives the fixed small world
-    (10 trees, one bitset word per pattern row); otherwise random chains of 1 to 8 dofs and about 1.5 pairs per
+    (10 trees, one bitset word per pattern row); otherwise random chains of 1 to 19 dofs and about 1.5 pairs per
     tree, each tree coupled to a random earlier one (a connected graph, so the elimination fills in)."""
     if tree_count == 0:
-        sizes = [3, 1, 7, 2, 8, 5, 4, 6, 1, 2]
+        sizes = [3, 1, 9, 2, 8, 5, 17, 6, 1, 2]
         pairs = [(0, 2), (2, 4), (4, 5), (1, 4), (3, 4), (5, 7), (6, 7), (8, 2), (9, 6), (2, 6), (4, 4), (7, 7)]
         return sizes, pairs
-    sizes = [int(s) for s in rng.integers(1, 9, size=tree_count)]
+    sizes = [int(s) for s in rng.integers(1, 20, size=tree_count)]
     pairs = [(int(rng.integers(t)), t) for t in range(1, tree_count)]
     pairs += [tuple(int(x) for x in rng.choice(tree_count, 2, replace=False)) for _ in range(tree_count // 2)]
     return sizes, pairs + [(3, 3)]
@@ -124,7 +124,8 @@ def _check_block_cholesky(rng, tree_parents, row_dofs):
     (-1: root), A with random entries at ancestor pairs and a dominant diagonal (SPD, A's sparsity), a row per
     entry of ``row_dofs`` (one or two chain walks, world dof indices) with random J and SPD G;
     ``Δv = −H⁻¹ ∇ℓ`` with ``H = A + Σ Jᵀ G J``."""
-    from newton_sap.block_cholesky import world_block_cholesky
+    from newton_sap.block_cholesky import vec8f, world_block_cholesky
+    from newton_sap.topology import _block_pool_chunks
 
     sizes = [len(p) for p in tree_parents]
     T, n = len(sizes), sum(sizes)
@@ -152,7 +153,8 @@ def _check_block_cholesky(rng, tree_parents, row_dofs):
     row_start = np.cumsum(np.concatenate([[0], dof_depth[:-1] + 1]))
     H = A.copy()
     m = len(row_dofs)
-    c_dof, c_J, c_G = np.zeros((m, 16), np.int32), np.zeros((m, 16, 3)), []
+    width = max(len(d) for d in row_dofs)
+    c_dof, c_J, c_G = np.zeros((m, width), np.int32), np.zeros((m, width, 3)), []
     for c, dofs in enumerate(row_dofs):
         J = rng.standard_normal((3, len(dofs)))
         X = rng.standard_normal((3, 3))
@@ -168,25 +170,29 @@ def _check_block_cholesky(rng, tree_parents, row_dofs):
     f32 = lambda x: wp.array(np.asarray(x, np.float32), dtype=float)  # noqa: E731
     scratch = lambda size, dtype=wp.int32: wp.zeros(size, dtype=dtype)  # noqa: E731
     dv = wp.zeros(n, dtype=float)
+    pool, chunk_start = _block_pool_chunks(np.asarray(sizes))
+    used = scratch(1)
     wp.launch(
         world_block_cholesky,
         dim=1,
-        inputs=[i32([0, n]), i32([0, T]), i32([0]), i32([0]), i32(tree_start), i32(sizes), i32(dof_tree),
-                i32(dof_parent), i32(dof_depth), i32(row_start), 0, i32([1]), i32([0]), i32([0]), i32([m]),
-                i32(np.arange(m)), wp.array(np.asarray(c_G, np.float32), dtype=wp.mat33),
+        inputs=[i32([0, n]), i32([0, T]), i32([0]), i32([0]), i32(tree_start), i32(sizes), i32(chunk_start),
+                i32(dof_tree), i32(dof_parent), i32(dof_depth), i32(row_start), 0, i32([1]), i32([0]), i32([0]),
+                i32([m]), i32(np.arange(m)), wp.array(np.asarray(c_G, np.float32), dtype=wp.mat33),
                 i32([len(d) for d in row_dofs]), wp.array(c_dof, dtype=wp.int32),
                 wp.array(c_J.astype(np.float32), dtype=wp.vec3), f32(A_rows), f32(grad)],
         outputs=[scratch(T * T, wp.uint32), scratch(T * T), scratch(T * T), scratch(T), scratch(T), scratch(T),
-                 scratch(T), scratch(1), scratch(n * n, float), scratch(n, float), dv],
+                 scratch(T), used, scratch(pool, vec8f), scratch(n, float), dv],
     )  # fmt: skip
+    chunks = (np.asarray(sizes) + 7) // 8
+    assert chunks.sum() + used.numpy()[0] <= pool  # the right-hand side and U's blocks
     expected = -np.linalg.solve(H, grad)
     np.testing.assert_allclose(dv.numpy(), expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
 
 
 @pytest.mark.parametrize("tree_count", [0, 70])
 def test_block_cholesky_solves_random_tree_systems(tree_count):
-    """Chains of 1 to 8 dofs (the tiles' edges at every remainder) and constraint rows coupling two trees (each
-    walk from the chain's last or a random dof to its root) or within one tree (:func:`_check_block_cholesky`).
+    """Chains of 1 to 19 dofs (one to three 8-float chunks, every remainder) and constraint rows coupling two trees
+    (each walk from the chain's last or a random dof to its root) or within one tree (:func:`_check_block_cholesky`).
     70 trees: pattern rows of three bitset words."""
     rng = np.random.default_rng(7)
     sizes, pairs = _random_tree_world(rng, tree_count)
