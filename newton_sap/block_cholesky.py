@@ -34,6 +34,7 @@ wp.set_module_options({"enable_backward": False})  # forward only: the solver bu
 
 # a chunk: eight consecutive entries of a row of U (or of the right-hand side), the unit of the arithmetic
 vec8f = wp.types.vector(length=8, dtype=wp.float32)
+mat88f = wp.types.matrix(shape=(8, 8), dtype=wp.float32)  # a Schur tile: 8 rows × a chunk
 
 
 @wp.func
@@ -85,6 +86,12 @@ def _lane(lane: int):
         if q == lane:
             one[q] = 1.0
     return one
+
+
+@wp.func
+def _sum8(v: vec8f):
+    """Sum of a chunk's lanes as a tree of adds (three dependent adds, not seven)."""
+    return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]))
 
 
 @wp.func
@@ -360,7 +367,9 @@ def _factor(
         nk = tree_dof_count[t0 + k]
         Pk = _chunks(nk)
         D = base + block_index[pairs + k * T + k]
-        for p in range(nk):
+        row_k = pairs + k * T
+        count = later_count[t0 + k]
+        for p in range(nk):  # row p of U_kk, then of every U_ki = U_kk⁻ᵀ H_ki (independent sums, side by side)
             cp = p // 8
             lp = p % 8
             row = D + p * Pk
@@ -376,14 +385,10 @@ def _factor(
                 for q in range(p):
                     acc = acc - _entry(U, D + q * Pk, p) * U[D + q * Pk + cc]
                 U[row + cc] = acc * inv
-        row_k = pairs + k * T
-        count = later_count[t0 + k]
-        for m in range(count):  # U_ki = U_kk⁻ᵀ H_ki, row by row
-            i = later[row_k + m]
-            Pi = _chunks(tree_dof_count[t0 + i])
-            B = base + block_index[pairs + i * T + k]
-            for p in range(nk):
-                inv = inv_diag[xk + p]
+            for m in range(count):
+                i = later[row_k + m]
+                Pi = _chunks(tree_dof_count[t0 + i])
+                B = base + block_index[pairs + i * T + k]
                 for cc in range(Pi):
                     acc = U[B + p * Pi + cc]
                     for q in range(p):
@@ -401,26 +406,17 @@ def _factor(
                 Pj = _chunks(tree_dof_count[t0 + j])
                 Bj = base + block_index[pairs + j * T + k]
                 target = base + block_index[pairs + j * T + i]  # j = i: i's diagonal block
-                for a in range(0, ni, 3):
-                    a1 = wp.min(a + 1, ni - 1)
-                    a2 = wp.min(a + 2, ni - 1)
+                for ac in range(Pi):  # 8 rows of i × a chunk of j's columns: Σ_p of outer products
                     c_first = int(0)
                     if i == j:
-                        c_first = a // 8  # the diagonal block: its upper part
+                        c_first = ac  # the diagonal block: its upper part
                     for cc in range(c_first, Pj):
-                        acc0 = U[target + a * Pj + cc]
-                        acc1 = U[target + a1 * Pj + cc]
-                        acc2 = U[target + a2 * Pj + cc]
+                        S = mat88f()
                         for p in range(nk):
-                            y = U[Bj + p * Pj + cc]
-                            acc0 = acc0 - _entry(U, Bi + p * Pi, a) * y
-                            acc1 = acc1 - _entry(U, Bi + p * Pi, a1) * y
-                            acc2 = acc2 - _entry(U, Bi + p * Pi, a2) * y
-                        U[target + a * Pj + cc] = acc0
-                        if a1 > a:
-                            U[target + a1 * Pj + cc] = acc1
-                        if a2 > a1:
-                            U[target + a2 * Pj + cc] = acc2
+                            S += wp.outer(U[Bi + p * Pi + ac], U[Bj + p * Pj + cc])
+                        for lane in range(wp.min(8, ni - 8 * ac)):
+                            row = target + (8 * ac + lane) * Pj + cc
+                            U[row] = U[row] - S[lane]
 
 
 @wp.func
@@ -485,24 +481,27 @@ def _solve(
         for cc2 in range(Pk):
             cc = Pk - 1 - cc2
             lanes = wp.min(8, nk - 8 * cc)
-            xc = U[Xk + cc]
-            for lane in range(lanes):  # y_p −= Σ_i U_ki[p, :] x_i
-                p = 8 * cc + lane
-                s = float(0.0)
-                for m in range(count):
-                    i = later[pairs + k * T + m]
-                    Pi = _chunks(tree_dof_count[t0 + i])
-                    B = base + block_index[pairs + i * T + k]
-                    Xi = X + tree_chunk_start[t0 + i]
-                    for c2 in range(Pi):
-                        s += wp.dot(U[B + p * Pi + c2], U[Xi + c2])
-                xc = xc - s * _lane(lane)
+            S = mat88f()  # row p's products with the later trees' x, summed lane-wise (lane p − 8cc)
+            for m in range(count):
+                i = later[pairs + k * T + m]
+                Pi = _chunks(tree_dof_count[t0 + i])
+                B = base + block_index[pairs + i * T + k]
+                Xi = X + tree_chunk_start[t0 + i]
+                for c2 in range(Pi):
+                    x = U[Xi + c2]
+                    for lane in range(8):
+                        if lane < lanes:
+                            S[lane] = S[lane] + wp.cw_mul(U[B + (8 * cc + lane) * Pi + c2], x)
+            gathered = vec8f()
+            for lane in range(8):
+                gathered[lane] = _sum8(S[lane])
+            xc = U[Xk + cc] - gathered  # y_k −= Σ_i U_ki x_i
             for lane2 in range(lanes):  # U_kk x_k = y_k from the chunk's last row up
                 lane = lanes - 1 - lane2
                 p = 8 * cc + lane
-                s = wp.dot(wp.cw_mul(U[D + p * Pk + cc], _lanes_from(lane + 1)), xc)
+                s = _sum8(wp.cw_mul(wp.cw_mul(U[D + p * Pk + cc], _lanes_from(lane + 1)), xc))
                 for c2 in range(cc + 1, Pk):
-                    s += wp.dot(U[D + p * Pk + c2], U[Xk + c2])
+                    s += _sum8(wp.cw_mul(U[D + p * Pk + c2], U[Xk + c2]))
                 one = _lane(lane)
                 xc = xc - wp.cw_mul(xc, one) + ((xc[lane] - s) * inv_diag[xk + p]) * one
             U[Xk + cc] = xc
