@@ -534,8 +534,7 @@ def world_block_cholesky(
     c_J: wp.array2d(dtype=wp.vec3),
     A_rows: wp.array(dtype=float),
     grad: wp.array(dtype=float),
-    # outputs (pattern, later, block_index, tree_degree, tree_rank, tree_order, tree_later_count, U, inv_diag:
-    # scratch)
+    # outputs (scratch; the order's arrays, world_pool_used and last_graph are kept for the next launch)
     pattern: wp.array(dtype=wp.uint32),
     later: wp.array(dtype=wp.int32),
     block_index: wp.array(dtype=wp.int32),
@@ -544,6 +543,7 @@ def world_block_cholesky(
     tree_order: wp.array(dtype=wp.int32),
     tree_later_count: wp.array(dtype=wp.int32),
     world_pool_used: wp.array(dtype=wp.int32),
+    last_graph: wp.array(dtype=wp.uint32),
     U: wp.array(dtype=vec8f),
     inv_diag: wp.array(dtype=float),
     dv_out: wp.array(dtype=float),
@@ -551,10 +551,11 @@ def world_block_cholesky(
     """One thread per active block-Cholesky world (not solved by the tree LDLᵀ this step):
     ``Δv = −H⁻¹ ∇ℓ`` with ``H = A + Jᵀ G J = Uᵀ U`` factored by tree blocks in minimum-degree order. The
     world's pool (``world_block_offset``, in chunks) holds its right-hand side in chunks, then U's blocks.
-    ``reuse_order = 1``: the rows with curvature are those of this world's last
-    solve (the stiction model's direction, whose G differs only on rows that have curvature either way), so
-    the graph, the order and the block placement of that solve (``world_pool_used``: the chunks its blocks
-    take) are kept."""
+    The order and the block placement (``world_pool_used``: the chunks its blocks take) are those of the
+    world's last ordered solve where its tree graph (kept in ``last_graph``) is the same, and are computed
+    otherwise. ``reuse_order = 1``: the rows with curvature are those of this world's last solve (the
+    stiction model's direction, whose G differs only on rows that have curvature either way), so not even
+    the graph is marked."""
     w = wp.tid()
     X = world_block_offset[w]
     if X < 0 or world_active[w] == 0 or world_tree_local[w] == 1:
@@ -570,9 +571,16 @@ def world_block_cholesky(
     size = world_pool_used[w]
     if reuse_order == 0:
         _mark_rows_graph(t0, T, pairs, begin, end, world_constraints, c_G, c_nnz, c_dof, dof_tree, pattern)
-        _minimum_degree_order(t0, T, pairs, pattern, tree_degree, tree_rank, tree_order, later, tree_later_count)
-        size = _place_blocks(t0, T, pairs, tree_dof_count, tree_order, later, tree_later_count, block_index)
-        world_pool_used[w] = size
+        W = _pattern_words(T)
+        same = size > 0
+        for q in range(T * W):  # the graph of the last ordered solve: keep its order and placement
+            if pattern[pairs + q] != last_graph[pairs + q]:
+                same = False
+                last_graph[pairs + q] = pattern[pairs + q]
+        if not same:
+            _minimum_degree_order(t0, T, pairs, pattern, tree_degree, tree_rank, tree_order, later, tree_later_count)
+            size = _place_blocks(t0, T, pairs, tree_dof_count, tree_order, later, tree_later_count, block_index)
+            world_pool_used[w] = size
     _assemble(s, n, size, t0, T, pairs, base, begin, end, tree_dof_start, tree_dof_count, dof_tree, dof_parent,
               dof_depth, dof_row_start, A_rows, world_constraints, c_G, c_nnz, c_dof, c_J, tree_rank, block_index,
               U)  # fmt: skip

@@ -916,6 +916,7 @@ class SapSolver:
         self.block_pool = zeros(max(topology.world_block_size, 1), vec8f)
         self.block_inv_diag = zeros(ndof)
         self.block_pattern = zeros(max(topology.world_pair_size, 1), wp.uint32)  # bitset rows: T·⌈T/32⌉ ≤ T² words
+        self.block_last_graph = zeros(max(topology.world_pair_size, 1), wp.uint32)  # the last ordered graph
         self.block_later = zeros(max(topology.world_pair_size, 1), wp.int32)
         self.block_index = zeros(max(topology.world_pair_size, 1), wp.int32)
         for name in ("tree_degree", "tree_rank", "tree_order", "tree_later_count"):
@@ -1470,8 +1471,8 @@ class SapSolver:
                         self.world_constraint_start, self.world_constraint_count, self.world_constraints, G,
                         self.c_nnz, self.c_dof, self.c_J, A_rows, grad],
                 outputs=[self.block_pattern, self.block_later, self.block_index, self.tree_degree, self.tree_rank,
-                         self.tree_order, self.tree_later_count, self.world_pool_used, self.block_pool,
-                         self.block_inv_diag, dv],
+                         self.tree_order, self.tree_later_count, self.world_pool_used, self.block_last_graph,
+                         self.block_pool, self.block_inv_diag, dv],
                 device=dev,
             )  # fmt: skip
         if self.uses_pcg:

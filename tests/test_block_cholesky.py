@@ -119,11 +119,13 @@ def _random_tree_world(rng, tree_count):
     return sizes, pairs + [(3, 3)]
 
 
-def _check_block_cholesky(rng, tree_parents, row_dofs):
+def _check_block_cholesky(rng, tree_parents, row_dofs, curved=None):
     """``world_block_cholesky`` on one synthetic world against NumPy: trees given by their dofs' local parents
     (-1: root), A with random entries at ancestor pairs and a dominant diagonal (SPD, A's sparsity), a row per
     entry of ``row_dofs`` (one or two chain walks, world dof indices) with random J and SPD G;
-    ``Δv = −H⁻¹ ∇ℓ`` with ``H = A + Σ Jᵀ G J``."""
+    ``Δv = −H⁻¹ ∇ℓ`` with ``H = A + Σ Jᵀ G J``. ``curved``: one launch per mask (default: one, all rows), each
+    with new random G on the masked rows and G = 0 on the others, on the same scratch (the order is kept where
+    the tree graph is the last ordered one's)."""
     from newton_sap.block_cholesky import vec8f, world_block_cholesky
     from newton_sap.topology import _block_pool_chunks
 
@@ -151,42 +153,55 @@ def _check_block_cholesky(rng, tree_parents, row_dofs):
     A[np.diag_indices(n)] = 1.0 + np.abs(A).sum(axis=1) + rng.random(n)
     A_rows = np.concatenate([[A[i, j] for j in ancestors(i)] for i in range(n)])
     row_start = np.cumsum(np.concatenate([[0], dof_depth[:-1] + 1]))
-    H = A.copy()
     m = len(row_dofs)
     width = max(len(d) for d in row_dofs)
-    c_dof, c_J, c_G = np.zeros((m, width), np.int32), np.zeros((m, width, 3)), []
+    c_dof, c_J, J_full = np.zeros((m, width), np.int32), np.zeros((m, width, 3)), []
     for c, dofs in enumerate(row_dofs):
         J = rng.standard_normal((3, len(dofs)))
-        X = rng.standard_normal((3, 3))
-        G = X @ X.T + 0.1 * np.eye(3)
         Jfull = np.zeros((3, n))
         np.add.at(Jfull.T, dofs, J.T)
-        H += Jfull.T @ G @ Jfull
         c_dof[c, : len(dofs)], c_J[c, : len(dofs)] = dofs, J.T
-        c_G.append(G)
-    grad = rng.standard_normal(n)
+        J_full.append(Jfull)
 
     i32 = lambda x: wp.array(np.asarray(x, np.int32), dtype=wp.int32)  # noqa: E731
     f32 = lambda x: wp.array(np.asarray(x, np.float32), dtype=float)  # noqa: E731
     scratch = lambda size, dtype=wp.int32: wp.zeros(size, dtype=dtype)  # noqa: E731
-    dv = wp.zeros(n, dtype=float)
     pool, chunk_start = _block_pool_chunks(np.asarray(sizes))
     used = scratch(1)
-    wp.launch(
-        world_block_cholesky,
-        dim=1,
-        inputs=[i32([0, n]), i32([0, T]), i32([0]), i32([0]), i32(tree_start), i32(sizes), i32(chunk_start),
-                i32(dof_tree), i32(dof_parent), i32(dof_depth), i32(row_start), 0, i32([1]), i32([0]), i32([0]),
-                i32([m]), i32(np.arange(m)), wp.array(np.asarray(c_G, np.float32), dtype=wp.mat33),
-                i32([len(d) for d in row_dofs]), wp.array(c_dof, dtype=wp.int32),
-                wp.array(c_J.astype(np.float32), dtype=wp.vec3), f32(A_rows), f32(grad)],
-        outputs=[scratch(T * T, wp.uint32), scratch(T * T), scratch(T * T), scratch(T), scratch(T), scratch(T),
-                 scratch(T), used, scratch(pool, vec8f), scratch(n, float), dv],
-    )  # fmt: skip
-    chunks = (np.asarray(sizes) + 7) // 8
-    assert chunks.sum() + used.numpy()[0] <= pool  # the right-hand side and U's blocks
-    expected = -np.linalg.solve(H, grad)
-    np.testing.assert_allclose(dv.numpy(), expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
+    outputs = [scratch(T * T, wp.uint32), scratch(T * T), scratch(T * T), scratch(T), scratch(T), scratch(T),
+               scratch(T), used, scratch(T * T, wp.uint32), scratch(pool, vec8f), scratch(n, float)]  # fmt: skip
+    for mask in curved if curved is not None else [np.ones(m, bool)]:
+        H, c_G = A.copy(), np.zeros((m, 3, 3))
+        for c in np.nonzero(mask)[0]:
+            X = rng.standard_normal((3, 3))
+            c_G[c] = X @ X.T + 0.1 * np.eye(3)
+            H += J_full[c].T @ c_G[c] @ J_full[c]
+        grad = rng.standard_normal(n)
+        dv = wp.zeros(n, dtype=float)
+        wp.launch(
+            world_block_cholesky,
+            dim=1,
+            inputs=[i32([0, n]), i32([0, T]), i32([0]), i32([0]), i32(tree_start), i32(sizes), i32(chunk_start),
+                    i32(dof_tree), i32(dof_parent), i32(dof_depth), i32(row_start), 0, i32([1]), i32([0]), i32([0]),
+                    i32([m]), i32(np.arange(m)), wp.array(c_G.astype(np.float32), dtype=wp.mat33),
+                    i32([len(d) for d in row_dofs]), wp.array(c_dof, dtype=wp.int32),
+                    wp.array(c_J.astype(np.float32), dtype=wp.vec3), f32(A_rows), f32(grad)],
+            outputs=[*outputs, dv],
+        )  # fmt: skip
+        chunks = (np.asarray(sizes) + 7) // 8
+        assert chunks.sum() + used.numpy()[0] <= pool  # the right-hand side and U's blocks
+        expected = -np.linalg.solve(H, grad)
+        np.testing.assert_allclose(dv.numpy(), expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
+
+
+def test_block_cholesky_keeps_the_order_only_for_the_same_graph():
+    """Three launches on the same scratch (:func:`_check_block_cholesky`): trees 0–1 coupled and 2 alone (the
+    2–1 row without curvature); new G on the same rows (same graph: the kept order); then the 2–1 row curved,
+    a pair in no block of the kept pattern, which a kept order would drop."""
+    parents = [[-1, 0, 1, 2, 3, 4], [-1, 0, 1, 2, 3, 4], [-1, 0, 1]]
+    rows = [[5, 4, 3, 2, 1, 0, 11, 10, 9, 8, 7, 6], [14, 13, 12, 11, 10, 9, 8, 7, 6], [3, 2, 1, 0]]
+    first = np.array([True, False, True])
+    _check_block_cholesky(np.random.default_rng(5), parents, rows, curved=[first, first, np.ones(3, bool)])
 
 
 @pytest.mark.parametrize("tree_count", [0, 70])
