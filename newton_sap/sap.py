@@ -913,7 +913,10 @@ class SapSolver:
         )
         # tree-block sparse Cholesky (block_cholesky.py): factor storage and per-world scratch
         self.uses_block_cholesky = topology.world_block_size > 0
-        self.block_pool = zeros(max(topology.world_block_size, 1), vec8f)
+        # the CPU solves the worlds one after another in one pool (block_cholesky.world_block_cholesky)
+        self.block_shared_pool = device.is_cpu
+        pool = topology.world_block_max if self.block_shared_pool else topology.world_block_size
+        self.block_pool = zeros(max(pool, 1), vec8f)
         self.block_inv_diag = zeros(ndof)
         self.block_pattern = zeros(max(topology.world_pair_size, 1), wp.uint32)  # bitset rows: T·⌈T/32⌉ ≤ T² words
         self.block_last_graph = zeros(max(topology.world_pair_size, 1), wp.uint32)  # the last ordered graph
@@ -1464,12 +1467,12 @@ class SapSolver:
         if self.uses_block_cholesky:
             wp.launch(
                 world_block_cholesky,
-                dim=topo.world_count,
+                dim=1 if self.block_shared_pool else topo.world_count,
                 inputs=[T.world_dof_start, T.world_tree_start, T.world_block_offset, T.world_pair_offset,
                         T.tree_dof_start, T.tree_dof_count, T.tree_chunk_start, T.dof_tree, T.dof_parent,
-                        T.dof_depth, T.dof_row_start, int(same_curved_rows), active, self.world_tree_local,
-                        self.world_constraint_start, self.world_constraint_count, self.world_constraints, G,
-                        self.c_nnz, self.c_dof, self.c_J, A_rows, grad],
+                        T.dof_depth, T.dof_row_start, int(same_curved_rows), int(self.block_shared_pool), active,
+                        self.world_tree_local, self.world_constraint_start, self.world_constraint_count,
+                        self.world_constraints, G, self.c_nnz, self.c_dof, self.c_J, A_rows, grad],
                 outputs=[self.block_pattern, self.block_later, self.block_index, self.tree_degree, self.tree_rank,
                          self.tree_order, self.tree_later_count, self.world_pool_used, self.block_last_graph,
                          self.block_pool, self.block_inv_diag, dv],

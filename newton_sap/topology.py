@@ -129,6 +129,7 @@ class Topology:
     world_tree_start: np.ndarray | None = None  # [world + 1] tree range of each world
     world_block_offset: np.ndarray | None = None  # [world] offset of its pool (8-float chunks), -1: other solve
     world_block_size: int = 0  # chunks of all pools
+    world_block_max: int = 0  # chunks of the largest pool
     tree_chunk_start: np.ndarray | None = None  # [tree] its first chunk in its world's chunked vectors
     world_pair_offset: np.ndarray | None = None  # [world] offset of its T×T tree-pair pattern (T trees)
     world_pair_size: int = 0
@@ -433,6 +434,7 @@ def build_topology(
         world_tree_start=world_tree_start,
         world_block_offset=world_block_offset.astype(np.int32),
         world_block_size=int(block_sizes.sum()),
+        world_block_max=int(block_sizes.max(initial=0)),
         tree_chunk_start=tree_chunk_start.astype(np.int32),
         world_pair_offset=world_pair_offset.astype(np.int32),
         world_pair_size=int(pair_sizes.sum()),

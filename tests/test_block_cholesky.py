@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import warp as wp
 
-from contact_scenes import Run, box_on_ground, sphere_bin
+from contact_scenes import Run, box_on_ground, initial_qd, one_model, sphere_bin, worlds_of_different_kinds
 
 
 def hinged_board_with_objects(worlds=2):
@@ -64,6 +64,10 @@ def pinned_arms_on_ground():
 
 SCENES = {
     "box stack": (lambda: box_on_ground(boxes=5, mu=0.5), [0.3, 0, 0, 0, 0, 0.5] * 5),
+    "worlds of different kinds": (  # pools of different sizes, one after another in one pool on the CPU
+        lambda: one_model(worlds_of_different_kinds())[0],
+        initial_qd(worlds_of_different_kinds()),
+    ),
     "sphere bin": (lambda: sphere_bin(10), None),
     "hinged board": (hinged_board_with_objects, None),
     "pinned arms": (pinned_arms_on_ground, [0.0, 0.5, 0.0, 0.2, 0.0, 0.0, 1.0, -1.0]),
@@ -119,13 +123,13 @@ def _random_tree_world(rng, tree_count):
     return sizes, pairs + [(3, 3)]
 
 
-def _check_block_cholesky(rng, tree_parents, row_dofs, curved=None):
+def _check_block_cholesky(rng, tree_parents, row_dofs, curved=None, shared_pool=1):
     """``world_block_cholesky`` on one synthetic world against NumPy: trees given by their dofs' local parents
     (-1: root), A with random entries at ancestor pairs and a dominant diagonal (SPD, A's sparsity), a row per
     entry of ``row_dofs`` (one or two chain walks, world dof indices) with random J and SPD G;
     ``Δv = −H⁻¹ ∇ℓ`` with ``H = A + Σ Jᵀ G J``. ``curved``: one launch per mask (default: one, all rows), each
     with new random G on the masked rows and G = 0 on the others, on the same scratch (the order is kept where
-    the tree graph is the last ordered one's)."""
+    the tree graph is the last ordered one's). ``shared_pool``: the CPU's launch (1) or a thread per world (0)."""
     from newton_sap.block_cholesky import vec8f, world_block_cholesky
     from newton_sap.topology import _block_pool_chunks
 
@@ -182,8 +186,8 @@ def _check_block_cholesky(rng, tree_parents, row_dofs, curved=None):
             world_block_cholesky,
             dim=1,
             inputs=[i32([0, n]), i32([0, T]), i32([0]), i32([0]), i32(tree_start), i32(sizes), i32(chunk_start),
-                    i32(dof_tree), i32(dof_parent), i32(dof_depth), i32(row_start), 0, i32([1]), i32([0]), i32([0]),
-                    i32([m]), i32(np.arange(m)), wp.array(c_G.astype(np.float32), dtype=wp.mat33),
+                    i32(dof_tree), i32(dof_parent), i32(dof_depth), i32(row_start), 0, shared_pool, i32([1]),
+                    i32([0]), i32([0]), i32([m]), i32(np.arange(m)), wp.array(c_G.astype(np.float32), dtype=wp.mat33),
                     i32([len(d) for d in row_dofs]), wp.array(c_dof, dtype=wp.int32),
                     wp.array(c_J.astype(np.float32), dtype=wp.vec3), f32(A_rows), f32(grad)],
             outputs=[*outputs, dv],
@@ -204,8 +208,9 @@ def test_block_cholesky_keeps_the_order_only_for_the_same_graph():
     _check_block_cholesky(np.random.default_rng(5), parents, rows, curved=[first, first, np.ones(3, bool)])
 
 
+@pytest.mark.parametrize("shared_pool", [1, 0])
 @pytest.mark.parametrize("tree_count", [0, 70])
-def test_block_cholesky_solves_random_tree_systems(tree_count):
+def test_block_cholesky_solves_random_tree_systems(tree_count, shared_pool):
     """Chains of 1 to 19 dofs (one to three 8-float chunks, every remainder) and constraint rows coupling two trees
     (each walk from the chain's last or a random dof to its root) or within one tree (:func:`_check_block_cholesky`).
     70 trees: pattern rows of three bitset words."""
@@ -219,7 +224,7 @@ def test_block_cholesky_solves_random_tree_systems(tree_count):
         return list(range(d, tree_start[t] - 1, -1))
 
     rows = [walk(a, c % 2 == 0) + (walk(b, c % 3 != 2) if a != b else []) for c, (a, b) in enumerate(pairs)]
-    _check_block_cholesky(rng, [[k - 1 for k in range(s)] for s in sizes], rows)
+    _check_block_cholesky(rng, [[k - 1 for k in range(s)] for s in sizes], rows, shared_pool=shared_pool)
 
 
 def test_block_cholesky_solves_branched_tree_systems():
