@@ -361,7 +361,7 @@ def _factor(
     """Block Cholesky ``H = Uᵀ U`` in the elimination order, a chunk of a row at a time: per tree k,
     ``U_kk = chol(H_kk)ᵀ`` (row p: ``(H_kk[p, :] − Σ_{q<p} U_kk[q, p] U_kk[q, :]) / U_kk[p, p]``, the lanes left
     of p in its chunk zeroed), ``U_ki = U_kk⁻ᵀ H_ki`` for its later neighbours i, and ``H_ij −= U_kiᵀ U_kj`` on
-    the rows of the earlier of each pair of them (three rows at a time, so three sums are in flight).
+    the rows of the earlier of each pair of them (8×8 tiles: sums of outer products of chunks).
     ``inv_diag`` [dof] keeps ``1 / U[p, p]``; the chunks left of the diagonal's are not read again. A
     non-positive pivot (H not positive definite: broken input) leaves NaN, which the line search flags."""
     for r in range(T):
