@@ -20,7 +20,7 @@ SAP: its defaults, contact stiffness 1e6 N/m).  SAP and Featherstone each get th
 The models keep the shape materials Newton gives them (default ``ke = 2.5e3`` N/m, ``kd = 100``), which
 Featherstone and MuJoCo use; SAP overrides stiffness and dissipation with its own options.
 
-Each scene runs in a child process (the ant's stable-dt sweep runs first, in the main process).  Per
+Each scene runs in a child process (the stable-dt sweep runs first, in the main process).  Per
 (scene, worlds, solver), a ``try``/``except`` records any exception in the table and carries on; a job that
 takes its process down (a native abort, which Python cannot catch) is recorded with the end of its stderr
 and the scene's remaining jobs go on in a fresh process:
@@ -43,15 +43,18 @@ into a Warp graph (CUDA graph, or Warp's CPU graph replayed in C++) and the time
 Newton's examples do on GPUs; this removes the per-launch Python overhead. A solver whose step cannot be
 captured gets an error row.
 
-First (before the scenes), the largest stable time step on the ant (1 world, same drop): for each dt in
-``--sweep-dts``, 2 s of simulated time; stable = finite, final max ``|joint_qd|`` < 10 and torso height in
-[0.1, 1.0] m.
+First (before the scenes), the largest stable time step on ``--sweep-scene`` (default the ant, in
+``--sweep-worlds`` = 1 world, same drop): for each dt in ``--sweep-dts``, ``--sweep-seconds`` (2) s of simulated
+time; stable = finite, max ``|joint_qd|`` < 10 over the last half of the run and the final height measure in
+the scene's sane range (ant torso [0.1, 1.0] m, mean sphere height of the pile [0.045, 0.15] m). Only the sweep
+runs with ``--scenes`` left empty.
 
 Usage::
 
     python benchmarks/bench_contact.py [--scenes ant humanoid boxes spheres] [--worlds 1 64 1024]
         [--solvers SAP Featherstone MuJoCo] [--dt 0.01] [--steps 200] [--warmup 0.5] [--fallback-dt 0.002]
-        [--sweep-dts 0.002 0.005 0.01 0.02 0.04] [--no-sweep] [--graph] [--device cpu]
+        [--sweep-dts 0.002 0.005 0.01 0.02 0.04] [--sweep-scene ant] [--sweep-worlds 1] [--sweep-seconds 2]
+        [--no-sweep] [--graph] [--device cpu]
         [--sap KEY=VALUE ...] [--out FILE]
 """
 
@@ -90,14 +93,8 @@ GRAVITY = 9.81
 EXPLODED_QD = 100.0
 """A timed run whose final ``max |joint_qd|`` exceeds this [rad/s or m/s] is marked exploded."""
 
-SWEEP_SECONDS = 2.0
-"""Simulated time [s] of each run of the stable-dt sweep."""
-
 SWEEP_MAX_QD = 10.0
-"""Stable-dt sweep: largest final ``|joint_qd|`` [rad/s or m/s] of a stable run."""
-
-SWEEP_TORSO_RANGE = (0.1, 1.0)
-"""Stable-dt sweep: sane range of the ant's final torso height [m] (its torso sphere has radius 0.25)."""
+"""Stable-dt sweep: largest ``|joint_qd|`` [rad/s or m/s] of a stable run over the last half of its time."""
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -158,6 +155,8 @@ class Scene:
     """Multiplies the default number of timed steps (heavy scenes take fewer)."""
     mujoco: dict = field(default_factory=dict)
     """Extra ``SolverMuJoCo`` arguments (contact and constraint capacities per world)."""
+    sweep_height: tuple[float, float] = (0.0, float("inf"))
+    """Stable-dt sweep: sane range [m] of the final height measure."""
 
     def height(self, model: newton.Model, body_q: np.ndarray) -> float:
         """Mean over worlds of the scene's height measure [m] (body origin z)."""
@@ -171,10 +170,19 @@ class Scene:
 
 
 SCENES: dict[str, Scene] = {
-    "ant": Scene(_add_ant, "torso z", "root"),
-    "humanoid": Scene(_add_humanoid, "torso z", "root", steps_factor=0.5),
-    "boxes": Scene(_add_boxes, "top box z (rest 0.9)", "last", mujoco={"nconmax": 64, "njmax": 256}),
-    "spheres": Scene(_add_spheres, "mean sphere z", "all", steps_factor=0.25, mujoco={"nconmax": 2000, "njmax": 8000}),
+    "ant": Scene(_add_ant, "torso z", "root", sweep_height=(0.1, 1.0)),  # its torso sphere has radius 0.25
+    "humanoid": Scene(_add_humanoid, "torso z", "root", steps_factor=0.5, sweep_height=(0.05, 1.6)),
+    "boxes": Scene(
+        _add_boxes, "top box z (rest 0.9)", "last", mujoco={"nconmax": 64, "njmax": 256}, sweep_height=(0.85, 0.95)
+    ),  # fmt: skip
+    "spheres": Scene(
+        _add_spheres,
+        "mean sphere z",
+        "all",
+        steps_factor=0.25,
+        mujoco={"nconmax": 2000, "njmax": 8000},
+        sweep_height=(0.045, 0.15),
+    ),  # fmt: skip  # radius 0.05: resting, at most a few mm into contact
 }
 """Scene name -> scene, in the default run order (the sphere pile last)."""
 
@@ -417,30 +425,37 @@ def bench_scene(scene: str, args) -> list[Row]:
 
 
 def stable_dt_sweep(args) -> dict[str, dict[float, str]]:
-    """Per solver and dt: ``"stable"`` or why not, for :data:`SWEEP_SECONDS` of the ant drop in 1 world."""
+    """Per solver and dt: ``"stable"`` or why not, for ``--sweep-seconds`` of ``--sweep-scene`` from its initial
+    state in ``--sweep-worlds`` worlds: finite throughout, ``|joint_qd|`` below :data:`SWEEP_MAX_QD` over the
+    last half of the run (a scene that keeps jittering fails, not only one that is fast at the end), and the
+    final height measure in the scene's ``sweep_height``."""
     device = wp.get_device(args.device)
-    model = build_model("ant", 1, device)
+    scene = SCENES[args.sweep_scene]
+    model = build_model(args.sweep_scene, args.sweep_worlds, device)
     result: dict[str, dict[float, str]] = {}
     for name in args.solvers:
         result[name] = {}
         try:
-            stepper = Stepper(name, model, "ant", sap_options=sap_options(args))
+            stepper = Stepper(name, model, args.sweep_scene, sap_options=sap_options(args))
         except Exception as exc:  # noqa: BLE001 - reported in the table
             result[name] = {dt: error_text(exc) for dt in args.sweep_dts}
             continue
         for dt in args.sweep_dts:
             try:
                 stepper.reset()
-                for _ in range(round(SWEEP_SECONDS / dt)):
+                steps = round(args.sweep_seconds / dt)
+                max_qd = 0.0
+                for k in range(steps):
                     stepper.step(dt)
-                qd, z = stepper.state.joint_qd.numpy(), float(stepper.state.body_q.numpy()[0, 2])
-                max_qd = float(np.max(np.abs(qd)))
-                if not (np.all(np.isfinite(qd)) and math.isfinite(z)):
+                    if 2 * k >= steps:
+                        max_qd = max(max_qd, float(np.max(np.abs(stepper.state.joint_qd.numpy()))))
+                z = scene.height(model, stepper.state.body_q.numpy())
+                if not (math.isfinite(max_qd) and math.isfinite(z)):
                     verdict = "NaN"
                 elif max_qd >= SWEEP_MAX_QD:
                     verdict = f"max qd {max_qd:.3g}"
-                elif not SWEEP_TORSO_RANGE[0] <= z <= SWEEP_TORSO_RANGE[1]:
-                    verdict = f"torso z {z:.3g}"
+                elif not scene.sweep_height[0] <= z <= scene.sweep_height[1]:
+                    verdict = f"{scene.height_label} {z:.3g}"
                 else:
                     verdict = f"stable (z {z:.3f}, max qd {max_qd:.1e})"
             except Exception as exc:  # noqa: BLE001 - reported in the table
@@ -500,8 +515,9 @@ def markdown(rows: list[Row], sweep: dict[str, dict[float, str]] | None, args, e
         dts = args.sweep_dts
         out += [
             "",
-            f"Stable dt on the ant (1 world, {SWEEP_SECONDS} s simulated; stable: finite, max |joint_qd| < "
-            f"{SWEEP_MAX_QD}, torso z in {list(SWEEP_TORSO_RANGE)} m):",
+            f"Stable dt on the {args.sweep_scene} ({args.sweep_worlds} world(s), {args.sweep_seconds} s simulated; "
+            f"stable: finite, max |joint_qd| over the last half < {SWEEP_MAX_QD}, final "
+            f"{SCENES[args.sweep_scene].height_label} in {list(SCENES[args.sweep_scene].sweep_height)} m):",
             "",
             "| solver | " + " | ".join(f"dt {dt}" for dt in dts) + " | largest stable dt |",
             "|---|" + "---|" * len(dts) + "---:|",
@@ -515,7 +531,7 @@ def markdown(rows: list[Row], sweep: dict[str, dict[float, str]] | None, args, e
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--scenes", nargs="+", choices=list(SCENES), default=list(SCENES))
+    parser.add_argument("--scenes", nargs="*", choices=list(SCENES), default=list(SCENES), help="none: the sweep only")
     parser.add_argument("--worlds", nargs="+", type=int, default=[1, 64, 1024])
     parser.add_argument("--solvers", nargs="+", choices=SOLVERS, default=list(SOLVERS))
     parser.add_argument("--dt", type=float, default=0.01, help="time step [s] (default 0.01)")
@@ -525,7 +541,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--warmup", type=float, default=0.5, help="untimed simulated seconds first (default 0.5)")
     parser.add_argument("--fallback-dt", type=float, default=0.002, help="time step [s] of reruns after explosions")
     parser.add_argument("--sweep-dts", nargs="+", type=float, default=[0.002, 0.005, 0.01, 0.02, 0.04])
-    parser.add_argument("--no-sweep", action="store_true", help="skip the stable-dt sweep on the ant")
+    parser.add_argument("--no-sweep", action="store_true", help="skip the stable-dt sweep")
+    parser.add_argument("--sweep-scene", choices=list(SCENES), default="ant", help="scene of the stable-dt sweep")
+    parser.add_argument("--sweep-worlds", type=int, default=1, help="worlds of the stable-dt sweep (default 1)")
+    parser.add_argument("--sweep-seconds", type=float, default=2.0, help="simulated time [s] per sweep run")
     parser.add_argument("--graph", action="store_true", help="time steps replayed from captured Warp graphs")
     parser.add_argument("--device", default="cpu", help="Warp device (default cpu)")
     parser.add_argument(

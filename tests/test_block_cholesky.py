@@ -80,7 +80,7 @@ def test_block_cholesky_matches_dense_newton_systems(scene):
     Newton system of the block worlds goes through it): the same velocities to float32 round-off and
     the same Newton iterations (both directions are exact)."""
     build, qd0 = SCENES[scene]
-    dense = Run(build(), qd0=qd0)
+    dense = Run(build(), qd0=qd0, dense_world_max_dofs=128)  # every world dense (the sphere bin of 72 dofs too)
     block = Run(build(), qd0=qd0, dense_world_max_dofs=0, block_cholesky_max_dofs=512)  # explicit: GPUs default to CG
     block.solver._sap.world_tree_local_default.zero_()
     topo = block.solver.topology
