@@ -26,11 +26,12 @@ parking every row is swept, and contact ``i`` keeps slot ``i``.
   ``contact_compliance``), the bias velocity v̂ and the friction coefficient μ from the pair's materials
   (or the solver's overrides);
 * with ``park = 1``, whether the contact is distant (``contact_is_distant`` at the step's start velocity
-  ``v0``, its ``v_c0`` from the body twists, ``jacobian.body_chain_twists``): ``c_parked``, with ``γ = 0`` and
-  ``G = 0``, and neither Jacobian entries nor Delassus estimate nor R (they cost most of a row); the solver
-  leaves such rows out of the Newton iterations and checks them at the solution from the body twists there
-  (``sap.py``). A row the check finds acting, or every parked row for a snapshot, is completed by this
-  kernel again in a completing mode.
+  ``v0``, its ``v_c0`` from the body twists, ``jacobian.body_chain_twists``): ``c_parked``, with ``γ = 0`` (the
+  answer's impulse), ``c_vc = v_c0`` and what the check needs (frame, point, v̂, μ; and φ0), but neither Jacobian
+  entries nor Delassus estimate nor R or G (they cost most of a row: no kernel reads them for a parked row); the
+  solver leaves such rows out of the Newton iterations and checks them at the solution from the body twists
+  there (``sap.py``). A row the check finds acting, or every parked row for a snapshot, is completed by this
+  kernel again in a completing mode (its entries and R; the iterations then evaluate its γ and G).
 """
 
 import warp as wp
@@ -174,10 +175,10 @@ def contact_rows(
     doc). ``ROWS_BUILD``: a run of contacts; every contact in use takes a slot, from the front or, parked, from
     the back (the slots between keep what an earlier step left there until ``count_constraints`` marks them
     unused); with ``park = 1`` a distant contact (``contact_is_distant`` at ``v0``, its velocity from the body
-    twists at ``v0``, ``body_chain_twists``) is parked without entries and with R = 0. The completing modes: a
-    run of slots, of which they visit the parked part (the last ``contact_slot_fill[BACK]``) and form the entries
-    and R of the rows they select (same geometry, same walk), leaving the rest of each row, and every other slot,
-    as it is."""
+    twists at ``v0``, ``body_chain_twists``) is parked with γ = 0, ``v_c`` and without entries, R or G. The
+    completing modes: a run of slots, of which they visit the parked part (the last ``contact_slot_fill[BACK]``)
+    and form the entries and R of the rows they select (same geometry, same walk), leaving the rest of each row,
+    and every other slot, as it is."""
     begin, end = thread_slots(wp.tid(), slots_per_thread, slot_count)
     if mode != ROWS_BUILD:  # the parked rows, unparked or not, hold the last slots: only those are visited
         begin = wp.max(begin, first_parked_slot(slot_count, contact_slot_fill))
@@ -261,13 +262,10 @@ def contact_rows(
             c_phi_out[c] = phi0
             c_point_out[c] = p
             c_parked[c] = 0
-            if parked == 1:
+            if parked == 1:  # its impulse is the answer's; the rest of its row is formed only if it joins
                 c_parked[c] = PARKED
-                c_nnz_out[c] = 0
-                c_R_out[c] = wp.vec3(0.0)
                 c_vc_out[c] = v_c0
                 c_gamma_out[c] = wp.vec3(0.0)
-                c_G_out[c] = wp.mat33(0.0)
                 wp.atomic_add(world_parked_count, world, 1)
                 continue
 
