@@ -650,14 +650,17 @@ def world_block_cholesky(
     dv_out: wp.array(dtype=float),
 ):
     """The Newton directions of the block-Cholesky worlds (:func:`_solve_world`). ``shared_pool = 0``: one
-    thread per world, each in its own pool (``world_block_offset``). ``shared_pool = 1`` (the CPU, launched
-    with one thread, whose launches run their threads one after another anyway): the thread solves every world
-    in turn in one pool, from chunk 0, as a world's factor is not needed after its solve. The CPU's pool is
-    then one world's: 0.25 MB instead of 241 MB for 1024 50-sphere piles (the step time is unchanged)."""
+    thread per world (launched with the world count), each in its own pool (``world_block_offset``).
+    ``shared_pool = 1`` (the CPU, launched with one thread, whose launches run their threads one after another
+    anyway): the thread solves every world in turn in one pool, from chunk 0, as a world's factor is not
+    needed after its solve. The CPU's pool is then one world's: 0.25 MB instead of 241 MB for 1024 50-sphere
+    piles (the step time is unchanged)."""
     worlds = world_dof_start.shape[0] - 1
     step = worlds  # a thread per world: world tid alone
     if shared_pool == 1:
-        step = 1  # one thread: every world in turn
+        if wp.tid() > 0:
+            return  # one pool: one thread
+        step = 1  # every world in turn
     for w in range(wp.tid(), worlds, step):
         X = int(0)
         if shared_pool == 0:

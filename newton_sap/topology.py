@@ -336,7 +336,8 @@ def build_topology(
         world_dense_offset[worlds] = woffset + np.arange(len(worlds)) * n * n
         woffset += len(worlds) * n * n
 
-    # tree-block sparse Cholesky: an n×n factor and a T×T pattern per world (trees are grouped by world)
+    # tree-block sparse Cholesky: a pool of 8-float chunks (right-hand side and factor) and a T×T pattern per world
+    # (trees are grouped by world); the CPU allocates only the largest pool, but the per-world offsets stay int32
     if np.any(np.diff(tree_world) < 0):
         raise AssertionError("trees must be ordered by world")
     world_tree_start = np.searchsorted(tree_world, np.arange(world_count + 1)).astype(np.int32)
@@ -449,7 +450,9 @@ def _block_pool_chunks(dof_counts: np.ndarray) -> tuple[int, np.ndarray]:
     and U's blocks for any elimination order: tree k's block row takes ``n_k`` rows of the chunks of k and of
     every tree eliminated after it (at most), and ``Σ_k n_k Σ_(j not before k) P_j`` is largest with the
     trees in decreasing ``n/P`` (swapping neighbours k, j changes it by ``n_j P_k − n_k P_j``), so that order
-    bounds every pattern's."""
+    bounds every pattern's. A tree's column takes a whole chunk: a world of 6-dof bodies needs about 0.7 of the
+    n² floats of a dense factor, but one of 1-dof trees 4 times as many (the CPU keeps one world's pool; the GPUs
+    one per world, and they take CG above 64 dofs unless ``block_cholesky_max_dofs`` says otherwise)."""
     chunks = (dof_counts.astype(np.int64) + 7) // 8
     start = np.cumsum(chunks) - chunks
     order = np.argsort(-dof_counts / np.maximum(chunks, 1), kind="stable")

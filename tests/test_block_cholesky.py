@@ -74,17 +74,26 @@ SCENES = {
 }
 
 
+@pytest.mark.parametrize("shared_pool", [True, False])
 @pytest.mark.parametrize("scene", SCENES)
-def test_block_cholesky_matches_dense_newton_systems(scene):
+def test_block_cholesky_matches_dense_newton_systems(scene, shared_pool):
     """Each step from the same state with dense H solves and with the block Cholesky (no tree LDLᵀ, so every
     Newton system of the block worlds goes through it): the same velocities to float32 round-off and
-    the same Newton iterations (both directions are exact)."""
+    the same Newton iterations (both directions are exact). Both launches: the CPU's (one thread, every world
+    in turn in one pool) and the GPUs' (a thread and a pool per world, at its offset), the pool filled with NaN
+    first (a read of anything not written this solve, or of another world's, spoils the answer)."""
+    from newton_sap.block_cholesky import vec8f
+
     build, qd0 = SCENES[scene]
     dense = Run(build(), qd0=qd0, dense_world_max_dofs=128)  # every world dense (the sphere bin of 72 dofs too)
     block = Run(build(), qd0=qd0, dense_world_max_dofs=0, block_cholesky_max_dofs=512)  # explicit: GPUs default to CG
-    block.solver._sap.world_tree_local_default.zero_()
+    sap = block.solver._sap
+    sap.world_tree_local_default.zero_()
     topo = block.solver.topology
     assert np.all(topo.world_block_offset >= 0) and not topo.world_uses_pcg.any()
+    sap.block_shared_pool = shared_pool
+    pool = topo.world_block_max if shared_pool else topo.world_block_size
+    sap.block_pool = wp.array(np.full((pool, 8), np.nan, np.float32), dtype=vec8f, device=sap.device)
     worst, same_iterations = 0.0, 0
     for _ in range(25):
         for name in ("joint_q", "joint_qd", "body_q", "body_qd"):
