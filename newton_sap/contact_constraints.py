@@ -175,7 +175,7 @@ def contact_rows(
     doc). ``ROWS_BUILD``: a run of contacts; every contact in use takes a slot, from the front or, parked, from
     the back (the slots between keep what an earlier step left there until ``count_constraints`` marks them
     unused); with ``park = 1`` a distant contact (``contact_is_distant`` at ``v0``, its velocity from the body
-    twists at ``v0``, ``body_chain_twists``) is parked with γ = 0, ``v_c`` and without entries, R or G. The
+    twists at ``v0``, ``body_chain_twists``) is parked: γ = 0 and ``v_c`` written, no entries, R or G. The
     completing modes: a run of slots, of which they visit the parked part (the last ``contact_slot_fill[BACK]``)
     and form the entries and R of the rows they select (same geometry, same walk), leaving the rest of each row,
     and every other slot, as it is."""

@@ -355,8 +355,7 @@ def build_topology(
     if block_sizes.sum() >= 2**31:
         raise ModelError(
             f"the block-Cholesky factors of {int(uses_block.sum())} worlds need {int(block_sizes.sum())} chunks "
-            "of 8 floats, "
-            "more than int32 indexing allows: lower block_cholesky_max_dofs (PCG above it)"
+            "of 8 floats, more than int32 indexing allows: lower block_cholesky_max_dofs (PCG above it)"
         )
 
     # --- FK branches: root-to-leaf joint paths ----------------------------------------------------
