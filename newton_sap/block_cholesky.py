@@ -332,9 +332,11 @@ def _assemble(
                         jy += Je[1] * one
                         jz += Je[2] * one
                 for e in range(own_begin, own_end):
-                    row = diag + (c_dof[c, e] - own_first) * P + q
-                    g = wp.transpose(G) * c_J[c, e]  # (J_eᵀ G)ᵀ
-                    U[row] = U[row] + g[0] * jx + g[1] * jy + g[2] * jz
+                    col = c_dof[c, e] - own_first  # its row in the diagonal block: no chunk left of the diagonal's
+                    if q >= col // 8:
+                        row = diag + col * P + q
+                        g = wp.transpose(G) * c_J[c, e]  # (J_eᵀ G)ᵀ
+                        U[row] = U[row] + g[0] * jx + g[1] * jy + g[2] * jz
                 if coupled >= 0:
                     for e in range(other_begin, other_end):
                         row = coupled + (c_dof[c, e] - other_first) * P + q
