@@ -419,9 +419,10 @@ def _factor(
                         S = mat88f()
                         for p in range(nk):
                             S += wp.outer(U[Bi + p * Pi + ac], U[Bj + p * Pj + cc])
-                        for lane in range(wp.min(8, ni - 8 * ac)):
-                            row = target + (8 * ac + lane) * Pj + cc
-                            U[row] = U[row] - S[lane]
+                        for lane in range(8):  # constant bounds: unrolled, S indexed by constants only
+                            if 8 * ac + lane < ni:
+                                row = target + (8 * ac + lane) * Pj + cc
+                                U[row] = U[row] - S[lane]
 
 
 @wp.func
