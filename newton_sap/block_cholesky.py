@@ -11,8 +11,9 @@ gives the exact Newton direction that conjugate gradients approach in tens of it
 One thread per world (``world_block_cholesky``; on the CPU one thread for all worlds in turn) runs the
 whole solve each Newton iteration: the graph of the rows with curvature, the ordering (kept while the
 graph stays the world's last ordered one, and for the stiction-model direction, solved right after the
-Newton direction with the same rows curved), the assembly of the pattern's blocks, the factorization and
-the two triangular solves. The tree graph is a bitset row per tree (``⌈T/32⌉`` words), so clearing it, the
+Newton direction with the same rows curved), the assembly of the pattern's blocks (A's tree blocks come
+chunked once per step, ``tree_blocks_in_chunks``, and are copied), the factorization and the two triangular
+solves. The tree graph is a bitset row per tree (``⌈T/32⌉`` words), so clearing it, the
 degrees and a tree's remaining neighbours take a word at a time.
 
 The arithmetic works on chunks, 8-float vectors (``vec8f``): every row of a block of U is stored as the
@@ -241,8 +242,6 @@ def _place_blocks(
 
 @wp.func
 def _assemble(
-    s: int,
-    n: int,
     size: int,
     t0: int,
     T: int,
@@ -254,9 +253,9 @@ def _assemble(
     tree_dof_count: wp.array(dtype=wp.int32),
     dof_tree: wp.array(dtype=wp.int32),
     dof_parent: wp.array(dtype=wp.int32),
-    dof_depth: wp.array(dtype=wp.int32),
-    dof_row_start: wp.array(dtype=wp.int32),
-    A_rows: wp.array(dtype=float),
+    tree_order: wp.array(dtype=wp.int32),
+    tree_A_offset: wp.array(dtype=wp.int32),
+    A_chunks: wp.array(dtype=vec8f),
     world_constraints: wp.array(dtype=wp.int32),
     c_G: wp.array(dtype=wp.mat33),
     c_nnz: wp.array(dtype=wp.int32),
@@ -267,26 +266,27 @@ def _assemble(
     U: wp.array(dtype=vec8f),
 ):
     """The blocks of H in U's layout (``_place_blocks``; coupling blocks in the rows of the tree eliminated
-    first): the ``size`` chunks from ``base`` zeroed, then A's entries (the diagonal blocks' upper triangle;
-    the factorization reads no other), then ``Jᵀ G J`` of the rows with curvature. Per row and column chunk of
+    first): per block row, its diagonal block copied from A's (``tree_blocks_in_chunks``, the upper triangle;
+    the factorization reads no other) and its coupling blocks zeroed, then ``Jᵀ G J`` of the rows with
+    curvature. Per row and column chunk of
     each of its trees, J's x, y and z over that chunk are gathered in registers, and each entry e adds
     ``(J_eᵀ G) J`` to that chunk of its dof's row (in its tree's diagonal block, or in the coupling block
     where its tree comes first): three chunk multiply-adds."""
     zero = vec8f()
-    for q in range(size):
-        U[base + q] = zero
-    for i in range(s, s + n):  # A: i and its ancestors j (same tree), at (j, i): the upper triangle
-        t = dof_tree[i]
-        first = tree_dof_start[t]
-        P = _chunks(tree_dof_count[t])
-        D = base + block_index[pairs + (t - t0) * T + (t - t0)]
-        rs = dof_row_start[i]
-        di = dof_depth[i]
-        j = i
-        while j >= 0:
-            a = A_rows[rs + di - dof_depth[j]]
-            _add_entry(U, D + (j - first) * P, i - first, a)
-            j = dof_parent[j]
+    for r in range(T):  # block rows in elimination order: A's diagonal block, then the coupling blocks
+        k = tree_order[t0 + r]
+        nk = tree_dof_count[t0 + k]
+        D = base + block_index[pairs + k * T + k]
+        diag_size = nk * _chunks(nk)
+        A0 = tree_A_offset[t0 + k]
+        for q in range(diag_size):
+            U[D + q] = A_chunks[A0 + q]
+        row_end = base + size
+        if r + 1 < T:
+            k_next = tree_order[t0 + r + 1]
+            row_end = base + block_index[pairs + k_next * T + k_next]
+        for q in range(D + diag_size, row_end):
+            U[q] = zero
     for k in range(begin, end):
         c = world_constraints[k]
         G = c_G[c]
@@ -513,12 +513,48 @@ def _solve(
             U[Xk + cc] = xc
 
 
+@wp.kernel
+def tree_blocks_in_chunks(
+    # model
+    tree_dof_start: wp.array(dtype=wp.int32),
+    tree_dof_count: wp.array(dtype=wp.int32),
+    tree_A_offset: wp.array(dtype=wp.int32),
+    dof_parent: wp.array(dtype=wp.int32),
+    dof_depth: wp.array(dtype=wp.int32),
+    dof_row_start: wp.array(dtype=wp.int32),
+    # inputs
+    A_rows: wp.array(dtype=float),
+    # outputs
+    A_chunks: wp.array(dtype=vec8f),
+):
+    """Per tree of a block-Cholesky world (``tree_A_offset`` ≥ 0): its block of A in U's chunked row layout,
+    ``A_chunks[tree_A_offset + p·P : … + P]`` for its dof p (P = its chunks per row), the upper triangle: the
+    entry (j, i) of each dof i and ancestor j (A's rows hold each dof's ancestors), zeros elsewhere. Once per
+    step (A is the step's), so that each Newton solve copies the tree's diagonal block instead of gathering it."""
+    t = wp.tid()
+    off = tree_A_offset[t]
+    if off < 0:
+        return
+    first = tree_dof_start[t]
+    n = tree_dof_count[t]
+    P = _chunks(n)
+    zero = vec8f()
+    for q in range(n * P):
+        A_chunks[off + q] = zero
+    for i in range(first, first + n):
+        rs = dof_row_start[i]
+        di = dof_depth[i]
+        j = i
+        while j >= 0:
+            _add_entry(A_chunks, off + (j - first) * P, i - first, A_rows[rs + di - dof_depth[j]])
+            j = dof_parent[j]
+
+
 @wp.func
 def _solve_world(
     w: int,
     X: int,
     # model
-    world_dof_start: wp.array(dtype=wp.int32),
     world_tree_start: wp.array(dtype=wp.int32),
     world_block_offset: wp.array(dtype=wp.int32),
     world_pair_offset: wp.array(dtype=wp.int32),
@@ -527,8 +563,7 @@ def _solve_world(
     tree_chunk_start: wp.array(dtype=wp.int32),
     dof_tree: wp.array(dtype=wp.int32),
     dof_parent: wp.array(dtype=wp.int32),
-    dof_depth: wp.array(dtype=wp.int32),
-    dof_row_start: wp.array(dtype=wp.int32),
+    tree_A_offset: wp.array(dtype=wp.int32),
     # inputs
     reuse_order: int,
     world_active: wp.array(dtype=wp.int32),
@@ -540,7 +575,7 @@ def _solve_world(
     c_nnz: wp.array(dtype=wp.int32),
     c_dof: wp.array2d(dtype=wp.int32),
     c_J: wp.array2d(dtype=wp.vec3),
-    A_rows: wp.array(dtype=float),
+    A_chunks: wp.array(dtype=vec8f),
     grad: wp.array(dtype=float),
     # outputs (scratch; the order's arrays, world_pool_used and last_graph are kept for the next launch)
     pattern: wp.array(dtype=wp.uint32),
@@ -565,8 +600,6 @@ def _solve_world(
     on rows that have curvature either way), so not even the graph is marked."""
     if world_block_offset[w] < 0 or world_active[w] == 0 or world_tree_local[w] == 1:
         return
-    s = world_dof_start[w]
-    n = world_dof_start[w + 1] - s
     t0 = world_tree_start[w]
     T = world_tree_start[w + 1] - t0
     pairs = world_pair_offset[w]
@@ -586,8 +619,8 @@ def _solve_world(
             _minimum_degree_order(t0, T, pairs, pattern, tree_degree, tree_rank, tree_order, later, tree_later_count)
             size = _place_blocks(t0, T, pairs, tree_dof_count, tree_order, later, tree_later_count, block_index)
             world_pool_used[w] = size
-    _assemble(s, n, size, t0, T, pairs, base, begin, end, tree_dof_start, tree_dof_count, dof_tree, dof_parent,
-              dof_depth, dof_row_start, A_rows, world_constraints, c_G, c_nnz, c_dof, c_J, tree_rank, block_index,
+    _assemble(size, t0, T, pairs, base, begin, end, tree_dof_start, tree_dof_count, dof_tree, dof_parent, tree_order,
+              tree_A_offset, A_chunks, world_constraints, c_G, c_nnz, c_dof, c_J, tree_rank, block_index,
               U)  # fmt: skip
     _factor(t0, T, pairs, base, tree_dof_start, tree_dof_count, tree_rank, tree_order, later, tree_later_count,
             block_index, U, inv_diag)  # fmt: skip
@@ -622,8 +655,7 @@ def world_block_cholesky(
     tree_chunk_start: wp.array(dtype=wp.int32),
     dof_tree: wp.array(dtype=wp.int32),
     dof_parent: wp.array(dtype=wp.int32),
-    dof_depth: wp.array(dtype=wp.int32),
-    dof_row_start: wp.array(dtype=wp.int32),
+    tree_A_offset: wp.array(dtype=wp.int32),
     # inputs
     reuse_order: int,
     shared_pool: int,
@@ -636,7 +668,7 @@ def world_block_cholesky(
     c_nnz: wp.array(dtype=wp.int32),
     c_dof: wp.array2d(dtype=wp.int32),
     c_J: wp.array2d(dtype=wp.vec3),
-    A_rows: wp.array(dtype=float),
+    A_chunks: wp.array(dtype=vec8f),
     grad: wp.array(dtype=float),
     # outputs (scratch; the order's arrays, world_pool_used and last_graph are kept for the next launch)
     pattern: wp.array(dtype=wp.uint32),
@@ -668,9 +700,9 @@ def world_block_cholesky(
         X = int(0)
         if shared_pool == 0:
             X = world_block_offset[w]
-        _solve_world(w, X, world_dof_start, world_tree_start, world_block_offset, world_pair_offset, tree_dof_start,
-                     tree_dof_count, tree_chunk_start, dof_tree, dof_parent, dof_depth, dof_row_start, reuse_order,
+        _solve_world(w, X, world_tree_start, world_block_offset, world_pair_offset, tree_dof_start,
+                     tree_dof_count, tree_chunk_start, dof_tree, dof_parent, tree_A_offset, reuse_order,
                      world_active, world_tree_local, world_constraint_start, world_constraint_count,
-                     world_constraints, c_G, c_nnz, c_dof, c_J, A_rows, grad, pattern, later, block_index,
+                     world_constraints, c_G, c_nnz, c_dof, c_J, A_chunks, grad, pattern, later, block_index,
                      tree_degree, tree_rank, tree_order, tree_later_count, world_pool_used, last_graph, U, inv_diag,
                      dv_out)  # fmt: skip

@@ -59,7 +59,7 @@ import functools
 import numpy as np
 import warp as wp
 
-from .block_cholesky import vec8f, world_block_cholesky
+from .block_cholesky import tree_blocks_in_chunks, vec8f, world_block_cholesky
 from .constraints.dispatch import constraint_impulse, slots_per_thread, thread_slots
 from .constraints.friction_cone import contact_separates
 from .contact_constraints import (
@@ -918,6 +918,7 @@ class SapSolver:
         pool = topology.world_block_max if self.block_shared_pool else topology.world_block_size
         self.block_pool = zeros(max(pool, 1), vec8f)
         self.block_inv_diag = zeros(ndof)
+        self.block_A = zeros(max(topology.tree_A_size, 1), vec8f)  # A's tree blocks, chunked once per step
         self.block_pattern = zeros(max(topology.world_pair_size, 1), wp.uint32)  # bitset rows: T·⌈T/32⌉ ≤ T² words
         self.block_last_graph = zeros(max(topology.world_pair_size, 1), wp.uint32)  # the last ordered graph
         self.block_later = zeros(max(topology.world_pair_size, 1), wp.int32)
@@ -1264,8 +1265,9 @@ class SapSolver:
 
     def _prepare_directions(self, A_rows) -> None:
         """What the Newton directions of this step need, once some world iterates (a resting scene stops at
-        the first check without it): A in the dense world blocks, the worlds whose constraints each act
-        along one chain (the CPU's tree LDLᵀ of H), and the stiction predictions' flag at zero."""
+        the first check without it): A in the dense world blocks and in the block-Cholesky worlds' chunked tree
+        blocks, the worlds whose constraints each act along one chain (the CPU's tree LDLᵀ of H), and the
+        stiction predictions' flag at zero."""
         T, dev = self.T, self.device
         self.any_predicted.zero_()  # for the first stiction prediction; later ones: zeroed by line_dots
         if self.tree_ldlt:
@@ -1285,6 +1287,15 @@ class SapSolver:
                 inputs=[T.dof_parent, T.dof_depth, T.dof_row_start, T.dof_world, T.world_dof_start,
                         T.world_dense_offset, self.world_tree_local, A_rows],
                 outputs=[self.A_world],
+                device=dev,
+            )  # fmt: skip
+        if self.uses_block_cholesky:
+            wp.launch(
+                tree_blocks_in_chunks,
+                dim=self.topo.tree_count,
+                inputs=[T.tree_dof_start, T.tree_dof_count, T.tree_A_offset, T.dof_parent, T.dof_depth,
+                        T.dof_row_start, A_rows],
+                outputs=[self.block_A],
                 device=dev,
             )  # fmt: skip
 
@@ -1470,9 +1481,9 @@ class SapSolver:
                 dim=1 if self.block_shared_pool else topo.world_count,
                 inputs=[T.world_dof_start, T.world_tree_start, T.world_block_offset, T.world_pair_offset,
                         T.tree_dof_start, T.tree_dof_count, T.tree_chunk_start, T.dof_tree, T.dof_parent,
-                        T.dof_depth, T.dof_row_start, int(same_curved_rows), int(self.block_shared_pool), active,
+                        T.tree_A_offset, int(same_curved_rows), int(self.block_shared_pool), active,
                         self.world_tree_local, self.world_constraint_start, self.world_constraint_count,
-                        self.world_constraints, G, self.c_nnz, self.c_dof, self.c_J, A_rows, grad],
+                        self.world_constraints, G, self.c_nnz, self.c_dof, self.c_J, self.block_A, grad],
                 outputs=[self.block_pattern, self.block_later, self.block_index, self.tree_degree, self.tree_rank,
                          self.tree_order, self.tree_later_count, self.world_pool_used, self.block_last_graph,
                          self.block_pool, self.block_inv_diag, dv],

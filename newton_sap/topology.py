@@ -131,6 +131,8 @@ class Topology:
     world_block_size: int = 0  # chunks of all pools
     world_block_max: int = 0  # chunks of the largest pool
     tree_chunk_start: np.ndarray | None = None  # [tree] its first chunk in its world's chunked vectors
+    tree_A_offset: np.ndarray | None = None  # [tree] its chunked block of A (block-Cholesky worlds; -1: other)
+    tree_A_size: int = 0  # chunks of all those blocks
     world_pair_offset: np.ndarray | None = None  # [world] offset of its T×T tree-pair pattern (T trees)
     world_pair_size: int = 0
 
@@ -350,9 +352,12 @@ def build_topology(
             tree_dof_count_a[world_tree_start[w] : world_tree_start[w + 1]]
         )
     world_block_offset = np.where(uses_block, np.cumsum(block_sizes) - block_sizes, -1)
+    # A's blocks of those worlds' trees in the factor's chunked rows (n rows of ⌈n/8⌉ chunks), copied into each solve
+    tree_A_size = np.where(uses_block[tree_world], tree_dof_count_a.astype(np.int64) * ((tree_dof_count_a + 7) // 8), 0)
+    tree_A_offset = np.where(uses_block[tree_world], np.cumsum(tree_A_size) - tree_A_size, -1)
     pair_sizes = np.where(uses_block, world_tree_count.astype(np.int64) ** 2, 0)
     world_pair_offset = np.where(uses_block, np.cumsum(pair_sizes) - pair_sizes, -1)
-    if block_sizes.sum() >= 2**31:
+    if max(block_sizes.sum(), tree_A_size.sum()) >= 2**31:
         raise ModelError(
             f"the block-Cholesky factors of {int(uses_block.sum())} worlds need {int(block_sizes.sum())} chunks "
             "of 8 floats, more than int32 indexing allows: lower block_cholesky_max_dofs (PCG above it)"
@@ -436,6 +441,8 @@ def build_topology(
         world_block_size=int(block_sizes.sum()),
         world_block_max=int(block_sizes.max(initial=0)),
         tree_chunk_start=tree_chunk_start.astype(np.int32),
+        tree_A_offset=tree_A_offset.astype(np.int32),
+        tree_A_size=int(tree_A_size.sum()),
         world_pair_offset=world_pair_offset.astype(np.int32),
         world_pair_size=int(pair_sizes.sum()),
     )
@@ -548,7 +555,7 @@ def to_device(topo: Topology, device) -> DeviceTopology:
         "dof_dense_offset", "dof_local", "dof_coord", "tree_dof_start", "tree_dof_count", "tree_world",
         "tree_body_start", "tree_bodies", "world_dof_start", "branch_start", "branch_joints", "body_last_dof",
         "world_dense_offset", "dof_world", "world_uses_pcg", "joint_in_tree", "loop_joints", "sparse_trees",
-        "tree_ids", "world_tree_start", "world_block_offset", "world_pair_offset", "tree_chunk_start",
+        "tree_ids", "world_tree_start", "world_block_offset", "world_pair_offset", "tree_chunk_start", "tree_A_offset",
     ]  # fmt: skip
     arrays = {
         n: wp.array(np.ascontiguousarray(getattr(topo, n), dtype=np.int32), dtype=wp.int32, device=device)

@@ -139,7 +139,7 @@ def _check_block_cholesky(rng, tree_parents, row_dofs, curved=None, shared_pool=
     ``Δv = −H⁻¹ ∇ℓ`` with ``H = A + Σ Jᵀ G J``. ``curved``: one launch per mask (default: one, all rows), each
     with new random G on the masked rows and G = 0 on the others, on the same scratch (the order is kept where
     the tree graph is the last ordered one's). ``shared_pool``: the CPU's launch (1) or a thread per world (0)."""
-    from newton_sap.block_cholesky import vec8f, world_block_cholesky
+    from newton_sap.block_cholesky import tree_blocks_in_chunks, vec8f, world_block_cholesky
     from newton_sap.topology import _block_pool_chunks
 
     sizes = [len(p) for p in tree_parents]
@@ -181,6 +181,13 @@ def _check_block_cholesky(rng, tree_parents, row_dofs, curved=None, shared_pool=
     scratch = lambda size, dtype=wp.int32: wp.zeros(size, dtype=dtype)  # noqa: E731
     pool, chunk_start = _block_pool_chunks(np.asarray(sizes))
     used = scratch(1)
+    A_size = [s * ((s + 7) // 8) for s in sizes]  # A's tree blocks in chunks (topology.tree_A_offset)
+    A_offset = np.cumsum([0, *A_size[:-1]])
+    A_chunks = wp.zeros(max(sum(A_size), 1), dtype=vec8f)
+    wp.launch(tree_blocks_in_chunks, dim=T,
+              inputs=[i32(tree_start), i32(sizes), i32(A_offset), i32(dof_parent), i32(dof_depth), i32(row_start),
+                      f32(A_rows)],
+              outputs=[A_chunks])  # fmt: skip
     outputs = [scratch(T * T, wp.uint32), scratch(T * T), scratch(T * T), scratch(T), scratch(T), scratch(T),
                scratch(T), used, scratch(T * T, wp.uint32), scratch(pool, vec8f), scratch(n, float)]  # fmt: skip
     for mask in curved if curved is not None else [np.ones(m, bool)]:
@@ -195,10 +202,10 @@ def _check_block_cholesky(rng, tree_parents, row_dofs, curved=None, shared_pool=
             world_block_cholesky,
             dim=1,
             inputs=[i32([0, n]), i32([0, T]), i32([0]), i32([0]), i32(tree_start), i32(sizes), i32(chunk_start),
-                    i32(dof_tree), i32(dof_parent), i32(dof_depth), i32(row_start), 0, shared_pool, i32([1]),
-                    i32([0]), i32([0]), i32([m]), i32(np.arange(m)), wp.array(c_G.astype(np.float32), dtype=wp.mat33),
+                    i32(dof_tree), i32(dof_parent), i32(A_offset), 0, shared_pool, i32([1]), i32([0]), i32([0]),
+                    i32([m]), i32(np.arange(m)), wp.array(c_G.astype(np.float32), dtype=wp.mat33),
                     i32([len(d) for d in row_dofs]), wp.array(c_dof, dtype=wp.int32),
-                    wp.array(c_J.astype(np.float32), dtype=wp.vec3), f32(A_rows), f32(grad)],
+                    wp.array(c_J.astype(np.float32), dtype=wp.vec3), A_chunks, f32(grad)],
             outputs=[*outputs, dv],
         )  # fmt: skip
         chunks = (np.asarray(sizes) + 7) // 8
