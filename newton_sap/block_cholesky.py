@@ -13,8 +13,8 @@ whole solve each Newton iteration: the graph of the rows with curvature, the ord
 graph stays the world's last ordered one, and for the stiction-model direction, solved right after the
 Newton direction with the same rows curved), the assembly of the pattern's blocks (A's tree blocks come
 chunked once per step, ``tree_blocks_in_chunks``, and are copied), the factorization and the two triangular
-solves. The tree graph is a bitset row per tree (``⌈T/32⌉`` words), so clearing it, the
-degrees and a tree's remaining neighbours take a word at a time.
+solves. The tree graph is a bitset row per tree (``⌈T/32⌉`` words), so clearing it, the degrees and a tree's
+remaining neighbours take a word at a time.
 
 The arithmetic works on chunks, 8-float vectors (``vec8f``): every row of a block of U is stored as the
 chunks of its columns' tree (a 6-dof body's row is one chunk, its last two lanes zero), U's blocks are
@@ -268,10 +268,9 @@ def _assemble(
     """The blocks of H in U's layout (``_place_blocks``; coupling blocks in the rows of the tree eliminated
     first): per block row, its diagonal block copied from A's (``tree_blocks_in_chunks``, the upper triangle;
     the factorization reads no other) and its coupling blocks zeroed, then ``Jᵀ G J`` of the rows with
-    curvature. Per row and column chunk of
-    each of its trees, J's x, y and z over that chunk are gathered in registers, and each entry e adds
-    ``(J_eᵀ G) J`` to that chunk of its dof's row (in its tree's diagonal block, or in the coupling block
-    where its tree comes first): three chunk multiply-adds."""
+    curvature. Per row and column chunk of each of its trees, J's x, y and z over that chunk are gathered in
+    registers, and each entry e adds ``(J_eᵀ G) J`` to that chunk of its dof's row (in its tree's diagonal
+    block, or in the coupling block where its tree comes first): three chunk multiply-adds."""
     zero = vec8f()
     for r in range(T):  # block rows in elimination order: A's diagonal block, then the coupling blocks
         k = tree_order[t0 + r]
