@@ -549,99 +549,6 @@ def tree_blocks_in_chunks(
             j = dof_parent[j]
 
 
-@wp.func
-def _solve_world(
-    w: int,
-    X: int,
-    # model
-    world_tree_start: wp.array(dtype=wp.int32),
-    world_block_offset: wp.array(dtype=wp.int32),
-    world_pair_offset: wp.array(dtype=wp.int32),
-    tree_dof_start: wp.array(dtype=wp.int32),
-    tree_dof_count: wp.array(dtype=wp.int32),
-    tree_chunk_start: wp.array(dtype=wp.int32),
-    dof_tree: wp.array(dtype=wp.int32),
-    dof_parent: wp.array(dtype=wp.int32),
-    tree_A_offset: wp.array(dtype=wp.int32),
-    # inputs
-    reuse_order: int,
-    world_active: wp.array(dtype=wp.int32),
-    world_tree_local: wp.array(dtype=wp.int32),
-    world_constraint_start: wp.array(dtype=wp.int32),
-    world_constraint_count: wp.array(dtype=wp.int32),
-    world_constraints: wp.array(dtype=wp.int32),
-    c_G: wp.array(dtype=wp.mat33),
-    c_nnz: wp.array(dtype=wp.int32),
-    c_dof: wp.array2d(dtype=wp.int32),
-    c_J: wp.array2d(dtype=wp.vec3),
-    A_chunks: wp.array(dtype=vec8f),
-    grad: wp.array(dtype=float),
-    # outputs (scratch; the order's arrays, world_pool_used and last_graph are kept for the next launch)
-    pattern: wp.array(dtype=wp.uint32),
-    later: wp.array(dtype=wp.int32),
-    block_index: wp.array(dtype=wp.int32),
-    tree_degree: wp.array(dtype=wp.int32),
-    tree_rank: wp.array(dtype=wp.int32),
-    tree_order: wp.array(dtype=wp.int32),
-    tree_later_count: wp.array(dtype=wp.int32),
-    world_pool_used: wp.array(dtype=wp.int32),
-    last_graph: wp.array(dtype=wp.uint32),
-    U: wp.array(dtype=vec8f),
-    inv_diag: wp.array(dtype=float),
-    dv_out: wp.array(dtype=float),
-):
-    """``Δv = −H⁻¹ ∇ℓ`` of world w (if it is an active block-Cholesky world not solved by the tree LDLᵀ this
-    step) with ``H = A + Jᵀ G J = Uᵀ U`` factored by tree blocks in minimum-degree order, in the pool from
-    chunk X: the right-hand side in chunks, then U's blocks. The order and the block placement
-    (``world_pool_used``: the chunks its blocks take) are those of the world's last ordered solve where its
-    tree graph (kept in ``last_graph``) is the same, and are computed otherwise. ``reuse_order = 1``: the rows
-    with curvature are those of this world's last solve (the stiction model's direction, whose G differs only
-    on rows that have curvature either way), so not even the graph is marked."""
-    if world_block_offset[w] < 0 or world_active[w] == 0 or world_tree_local[w] == 1:
-        return
-    t0 = world_tree_start[w]
-    T = world_tree_start[w + 1] - t0
-    pairs = world_pair_offset[w]
-    begin = world_constraint_start[w]
-    end = begin + world_constraint_count[w]
-    base = X + tree_chunk_start[t0 + T - 1] + _chunks(tree_dof_count[t0 + T - 1])
-    size = world_pool_used[w]
-    if reuse_order == 0:
-        _mark_rows_graph(t0, T, pairs, begin, end, world_constraints, c_G, c_nnz, c_dof, dof_tree, pattern)
-        W = _pattern_words(T)
-        same = size > 0
-        for q in range(T * W):  # the graph of the last ordered solve: keep its order and placement
-            if pattern[pairs + q] != last_graph[pairs + q]:
-                same = False
-                last_graph[pairs + q] = pattern[pairs + q]
-        if not same:
-            _minimum_degree_order(t0, T, pairs, pattern, tree_degree, tree_rank, tree_order, later, tree_later_count)
-            size = _place_blocks(t0, T, pairs, tree_dof_count, tree_order, later, tree_later_count, block_index)
-            world_pool_used[w] = size
-    _assemble(size, t0, T, pairs, base, begin, end, tree_dof_start, tree_dof_count, dof_tree, dof_parent, tree_order,
-              tree_A_offset, A_chunks, world_constraints, c_G, c_nnz, c_dof, c_J, tree_rank, block_index,
-              U)  # fmt: skip
-    _factor(t0, T, pairs, base, tree_dof_start, tree_dof_count, tree_rank, tree_order, later, tree_later_count,
-            block_index, U, inv_diag)  # fmt: skip
-    for t in range(t0, t0 + T):  # −∇ℓ in chunks, a chunk built in a register
-        first = tree_dof_start[t]
-        nt = tree_dof_count[t]
-        for cc in range(_chunks(nt)):
-            chunk = vec8f()
-            for lane in range(wp.min(8, nt - 8 * cc)):
-                chunk -= grad[first + 8 * cc + lane] * _lane(lane)
-            U[X + tree_chunk_start[t] + cc] = chunk
-    _solve(t0, T, pairs, base, X, tree_dof_start, tree_dof_count, tree_chunk_start, tree_order, later,
-           tree_later_count, block_index, U, inv_diag)  # fmt: skip
-    for t in range(t0, t0 + T):
-        first = tree_dof_start[t]
-        nt = tree_dof_count[t]
-        for cc in range(_chunks(nt)):
-            chunk = U[X + tree_chunk_start[t] + cc]
-            for lane in range(wp.min(8, nt - 8 * cc)):
-                dv_out[first + 8 * cc + lane] = chunk[lane]
-
-
 @wp.kernel
 def world_block_cholesky(
     # model
@@ -683,12 +590,19 @@ def world_block_cholesky(
     inv_diag: wp.array(dtype=float),
     dv_out: wp.array(dtype=float),
 ):
-    """The Newton directions of the block-Cholesky worlds (:func:`_solve_world`). ``shared_pool = 0``: one
-    thread per world (launched with the world count), each in its own pool (``world_block_offset``).
-    ``shared_pool = 1`` (the CPU, launched with one thread, whose launches run their threads one after another
-    anyway): the thread solves every world in turn in one pool, from chunk 0, as a world's factor is not
-    needed after its solve. The CPU's pool is then one world's: 0.25 MB instead of 241 MB for 1024 50-sphere
-    piles (the step time is unchanged)."""
+    """``Δv = −H⁻¹ ∇ℓ`` of each active block-Cholesky world not solved by the tree LDLᵀ this step, with
+    ``H = A + Jᵀ G J = Uᵀ U`` factored by tree blocks in minimum-degree order, in the world's pool from chunk
+    X: the right-hand side in chunks, then U's blocks. The order and the block placement (``world_pool_used``:
+    the chunks its blocks take) are those of the world's last ordered solve where its tree graph (kept in
+    ``last_graph``) is the same, and are computed otherwise. ``reuse_order = 1``: the rows with curvature are
+    those of this world's last solve (the stiction model's direction, whose G differs only on rows that have
+    curvature either way), so not even the graph is marked.
+
+    ``shared_pool = 0``: one thread per world (launched with the world count), each in its own pool
+    (``world_block_offset``). ``shared_pool = 1`` (the CPU, launched with one thread, whose launches run their
+    threads one after another anyway): the thread solves every world in turn in one pool, from chunk 0, as a
+    world's factor is not needed after its solve. The CPU's pool is then one world's: 0.25 MB instead of 241 MB
+    for 1024 50-sphere piles (the step time is unchanged)."""
     worlds = world_dof_start.shape[0] - 1
     step = worlds  # a thread per world: world tid alone
     if shared_pool == 1:
@@ -699,9 +613,48 @@ def world_block_cholesky(
         X = int(0)
         if shared_pool == 0:
             X = world_block_offset[w]
-        _solve_world(w, X, world_tree_start, world_block_offset, world_pair_offset, tree_dof_start,
-                     tree_dof_count, tree_chunk_start, dof_tree, dof_parent, tree_A_offset, reuse_order,
-                     world_active, world_tree_local, world_constraint_start, world_constraint_count,
-                     world_constraints, c_G, c_nnz, c_dof, c_J, A_chunks, grad, pattern, later, block_index,
-                     tree_degree, tree_rank, tree_order, tree_later_count, world_pool_used, last_graph, U, inv_diag,
-                     dv_out)  # fmt: skip
+        if world_block_offset[w] < 0 or world_active[w] == 0 or world_tree_local[w] == 1:
+            continue
+        t0 = world_tree_start[w]
+        T = world_tree_start[w + 1] - t0
+        pairs = world_pair_offset[w]
+        begin = world_constraint_start[w]
+        end = begin + world_constraint_count[w]
+        base = X + tree_chunk_start[t0 + T - 1] + _chunks(tree_dof_count[t0 + T - 1])
+        size = world_pool_used[w]
+        if reuse_order == 0:
+            _mark_rows_graph(t0, T, pairs, begin, end, world_constraints, c_G, c_nnz, c_dof, dof_tree, pattern)
+            W = _pattern_words(T)
+            same = size > 0
+            for q in range(T * W):  # the graph of the last ordered solve: keep its order and placement
+                if pattern[pairs + q] != last_graph[pairs + q]:
+                    same = False
+                    last_graph[pairs + q] = pattern[pairs + q]
+            if not same:
+                _minimum_degree_order(
+                    t0, T, pairs, pattern, tree_degree, tree_rank, tree_order, later, tree_later_count
+                )
+                size = _place_blocks(t0, T, pairs, tree_dof_count, tree_order, later, tree_later_count, block_index)
+                world_pool_used[w] = size
+        _assemble(size, t0, T, pairs, base, begin, end, tree_dof_start, tree_dof_count, dof_tree, dof_parent,
+                  tree_order, tree_A_offset, A_chunks, world_constraints, c_G, c_nnz, c_dof, c_J, tree_rank,
+                  block_index, U)  # fmt: skip
+        _factor(t0, T, pairs, base, tree_dof_start, tree_dof_count, tree_rank, tree_order, later, tree_later_count,
+                block_index, U, inv_diag)  # fmt: skip
+        for t in range(t0, t0 + T):  # −∇ℓ in chunks, a chunk built in a register
+            first = tree_dof_start[t]
+            nt = tree_dof_count[t]
+            for cc in range(_chunks(nt)):
+                chunk = vec8f()
+                for lane in range(wp.min(8, nt - 8 * cc)):
+                    chunk -= grad[first + 8 * cc + lane] * _lane(lane)
+                U[X + tree_chunk_start[t] + cc] = chunk
+        _solve(t0, T, pairs, base, X, tree_dof_start, tree_dof_count, tree_chunk_start, tree_order, later,
+               tree_later_count, block_index, U, inv_diag)  # fmt: skip
+        for t in range(t0, t0 + T):
+            first = tree_dof_start[t]
+            nt = tree_dof_count[t]
+            for cc in range(_chunks(nt)):
+                chunk = U[X + tree_chunk_start[t] + cc]
+                for lane in range(wp.min(8, nt - 8 * cc)):
+                    dv_out[first + 8 * cc + lane] = chunk[lane]
