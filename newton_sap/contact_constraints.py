@@ -172,7 +172,8 @@ def contact_rows(
     world_parked_count: wp.array(dtype=wp.int32),
 ):
     """The rows of this thread's run (``thread_slots`` over ``slot_count``, the buffer's capacity; see the module
-    doc). ``ROWS_BUILD``: a run of contacts; every contact in use takes a slot, from the front or, parked, from
+    doc). ``ROWS_BUILD``: a run of the buffer's ``contact_count`` contacts (``contact_slot_out`` is written for
+    those only); every contact in use takes a slot, from the front or, parked, from
     the back (the slots between keep what an earlier step left there until ``count_constraints`` marks them
     unused); with ``park = 1`` a distant contact (``contact_is_distant`` at ``v0``, its velocity from the body
     twists at ``v0``, ``body_chain_twists``) is parked: γ = 0 and ``v_c`` written, no entries, R or G. The
@@ -180,7 +181,9 @@ def contact_rows(
     and form the entries and R of the rows they select (same geometry, same walk), leaving the rest of each row,
     and every other slot, as it is."""
     begin, end = thread_slots(wp.tid(), slots_per_thread, slot_count)
-    if mode != ROWS_BUILD:  # the parked rows, unparked or not, hold the last slots: only those are visited
+    if mode == ROWS_BUILD:  # the contacts in the buffer only (Newton leaves the entries after its count stale)
+        end = wp.min(end, contact_count[0])
+    else:  # the parked rows, unparked or not, hold the last slots: only those are visited
         begin = wp.max(begin, first_parked_slot(slot_count, contact_slot_fill))
     for t in range(begin, end):
         i = t
@@ -190,10 +193,7 @@ def contact_rows(
             if park == 0:  # without parking every contact keeps its own slot (no atomics), the first ones in use
                 if i == 0:
                     contact_slot_fill[FRONT] = wp.min(contact_count[0], slot_count)
-                if i < contact_count[0]:
-                    c_world_out[i] = -1  # unless the contact takes it below
-            if i >= contact_count[0]:
-                continue
+                c_world_out[i] = -1  # unless the contact takes it below
         else:
             c = t
             if mode == ROWS_COMPLETE_UNPARKED and c_parked[c] != UNPARKED:

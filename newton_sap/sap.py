@@ -709,18 +709,19 @@ def newton_direction_kernel(n: int):
 def contact_forces(
     # inputs
     slots_per_thread: int,
-    contact_count: int,
+    capacity: int,
     dt: float,
+    contact_count: wp.array(dtype=wp.int32),
     contact_slot: wp.array(dtype=wp.int32),
     c_frame: wp.array(dtype=wp.mat33),
     c_gamma: wp.array(dtype=wp.vec3),
     # outputs
     force_out: wp.array(dtype=wp.vec3),
 ):
-    """Newton's ``rigid_contact_force`` [N] of the first ``contact_count`` contacts: ``R_WC γ / Δt`` on shape 1
-    (opposite on shape 0) from each contact's slot, zero for a contact without one. A thread takes a run of
-    contacts."""
-    begin, end = thread_slots(wp.tid(), slots_per_thread, contact_count)
+    """Newton's ``rigid_contact_force`` [N] of the buffer's contacts (its ``rigid_contact_count``, at most
+    ``capacity``; as in Newton, the entries after them are left as they are): ``R_WC γ / Δt`` on shape 1 (opposite
+    on shape 0) from each contact's slot, zero for a contact without one. A thread takes a run of contacts."""
+    begin, end = thread_slots(wp.tid(), slots_per_thread, wp.min(capacity, contact_count[0]))
     for i in range(begin, end):
         f = wp.vec3(0.0)
         c = contact_slot[i]
@@ -1528,11 +1529,19 @@ class SapSolver:
         force = getattr(contacts, "rigid_contact_force", None) if contacts is not None else None
         if force is None or self.contact_slots <= 0:
             return
-        count = min(self.contact_slots, force.shape[0])
+        capacity = min(self.contact_slots, force.shape[0])
         wp.launch(
             contact_forces,
-            dim=-(-count // self.slots_per_thread),
-            inputs=[self.slots_per_thread, count, dt, self.contact_slot, self.c_frame, self.c_gamma],
+            dim=-(-capacity // self.slots_per_thread),
+            inputs=[
+                self.slots_per_thread,
+                capacity,
+                dt,
+                contacts.rigid_contact_count,
+                self.contact_slot,
+                self.c_frame,
+                self.c_gamma,
+            ],
             outputs=[force],
             device=self.device,
         )
