@@ -1,4 +1,4 @@
-"""The per-row kernels split the constraint slots into runs, one run per thread (64 slots on the CPU, 1 on
+"""The per-row kernels split the constraint slots into runs, one run per thread (1024 slots on the CPU, 1 on
 GPUs: ``dispatch.SLOTS_PER_THREAD_CPU``). The split is a partition only: every run length gives the same
 steps, bit for bit (on CUDA, where the run length is always 1, two runs agree to round-off: ``same_run``),
 with contacts, PD drives and joint limits in several worlds."""
