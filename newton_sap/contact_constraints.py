@@ -3,7 +3,8 @@
 Per contact ``i < rigid_contact_count`` of Newton's buffer (a thread takes a run of contacts), into a slot of
 the solver's contact slots (as many as the buffer's capacity). With parking (below) the contacts that join the
 Newton iterations fill the slots from the first on, the parked ones from the last back, in the order the slots
-are taken (``contact_slot`` maps a contact to its slot, -1 for none; ``c_contact`` a slot to its contact). So
+are taken (``contact_slot`` maps each of the step's contacts to its slot, -1 for none, and keeps an earlier step's
+entries past the contact count; ``c_contact`` maps a slot to its contact). So
 the rows that the iterations sweep lie together at the front and each per-row array streams through them,
 instead of holding them scattered among the parked ones (a landing 50-sphere pile: about 110 such rows per world
 among 700 contacts). On the CPU a kernel's threads run in order and the slots follow the contacts' order; on a
@@ -171,15 +172,15 @@ def contact_rows(
     world_contact_count: wp.array(dtype=wp.int32),
     world_parked_count: wp.array(dtype=wp.int32),
 ):
-    """The rows of this thread's run (``thread_slots`` over ``slot_count``, the buffer's capacity; see the module
-    doc). ``ROWS_BUILD``: a run of the buffer's ``contact_count`` contacts (``contact_slot_out`` is written for
-    those only); every contact in use takes a slot, from the front or, parked, from
-    the back (the slots between keep what an earlier step left there until ``count_constraints`` marks them
-    unused); with ``park = 1`` a distant contact (``contact_is_distant`` at ``v0``, its velocity from the body
-    twists at ``v0``, ``body_chain_twists``) is parked: γ = 0 and ``v_c`` written, no entries, R or G. The
-    completing modes: a run of slots, of which they visit the parked part (the last ``contact_slot_fill[BACK]``)
-    and form the entries and R of the rows they select (same geometry, same walk), leaving the rest of each row,
-    and every other slot, as it is."""
+    """The rows of this thread's run (``thread_slots`` over ``slot_count``, the buffer's capacity, see the module
+    doc). ``ROWS_BUILD``: the run's part below the buffer's ``contact_count``, a run of contacts (the threads past the
+    count have nothing to do); every contact in use takes a slot, from the front or, parked, from the back (the
+    slots between keep what an earlier step left there until ``count_constraints`` marks them unused); with
+    ``park = 1`` a distant contact (``contact_is_distant`` at ``v0``, its velocity from the body twists at ``v0``,
+    ``body_chain_twists``) is parked: γ = 0 and ``v_c`` written, no entries, R or G. The completing modes: a run of
+    slots, of which they visit the parked part (the last ``contact_slot_fill[BACK]``) and form the entries and R of
+    the rows they select (same geometry, same walk), leaving the rest of each row, and every other slot, as it
+    is."""
     begin, end = thread_slots(wp.tid(), slots_per_thread, slot_count)
     if mode == ROWS_BUILD:  # the contacts in the buffer only (Newton leaves the entries after its count stale)
         end = wp.min(end, contact_count[0])

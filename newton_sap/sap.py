@@ -718,15 +718,18 @@ def contact_forces(
     # outputs
     force_out: wp.array(dtype=wp.vec3),
 ):
-    """Newton's ``rigid_contact_force`` [N] of the buffer's contacts (its ``rigid_contact_count``, at most
-    ``capacity``; as in Newton, the entries after them are left as they are): ``R_WC γ / Δt`` on shape 1 (opposite
-    on shape 0) from each contact's slot, zero for a contact without one. A thread takes a run of contacts."""
-    begin, end = thread_slots(wp.tid(), slots_per_thread, wp.min(capacity, contact_count[0]))
+    """Newton's ``rigid_contact_force`` [N] of the buffer's first ``capacity`` entries: ``R_WC γ / Δt`` on shape 1
+    (opposite on shape 0) from the slot of each of its ``rigid_contact_count`` contacts, zero for a contact without
+    one and for the entries after the count (``contact_slot`` is not read there: it holds an earlier step's slots).
+    A thread takes a run of entries."""
+    begin, end = thread_slots(wp.tid(), slots_per_thread, capacity)
+    count = wp.min(capacity, contact_count[0])
     for i in range(begin, end):
         f = wp.vec3(0.0)
-        c = contact_slot[i]
-        if c >= 0:
-            f = c_frame[c] * c_gamma[c] / dt
+        if i < count:
+            c = contact_slot[i]
+            if c >= 0:
+                f = c_frame[c] * c_gamma[c] / dt
         force_out[i] = f
 
 
@@ -997,7 +1000,8 @@ class SapSolver:
             "c_dvc": zeros(n, wp.vec3),
             "c_parked": zeros(n, wp.int32),  # a distant contact, left out of the Newton iterations
             "c_contact": zeros(n, wp.int32),  # a contact slot's contact in Newton's buffer (contact_rows)
-            "contact_slot": wp.full(n, -1, dtype=wp.int32, device=self.device),  # a contact's slot (-1: none)
+            # a contact's slot (-1: none; the entries past the step's contact count are stale)
+            "contact_slot": wp.full(n, -1, dtype=wp.int32, device=self.device),
             "c_segment_dead": zeros(n, wp.int32),  # no impulse on the last line-search segment (line_rows)
             "live_rows": zeros(n, wp.int32),  # per world (from its constraint start): rows live in the line search
             "c_gamma": zeros(n, wp.vec3),

@@ -153,3 +153,28 @@ def test_a_buffer_with_room_is_not_reported():
     stats = run.solver.stats
     assert int(run.contacts.rigid_contact_count.numpy()[0]) == 4
     assert stats.contacts_dropped == 0 and not stats.contact_buffer_full
+
+
+def test_contact_forces_past_the_count_are_zero_when_the_count_shrinks():
+    """Newton's pipeline leaves the buffer's entries past its contact count as an earlier collision wrote them;
+    ``rigid_contact_force`` holds the step's force for each contact and zero after the count, so a sum over the
+    whole buffer is the contacts' total force. A two-box stack rests (12 contacts: the ground holds both boxes),
+    then is lifted 5 m: only the 4 contacts between the boxes are left, carrying no force in free fall."""
+    run = Run(box_on_ground(boxes=2))
+    run.step(DT, steps=20)
+    forces = run.contacts.rigid_contact_force.numpy()
+    count = int(run.contacts.rigid_contact_count.numpy()[0])
+    assert count == 12
+    shape0, shape1 = (a.numpy()[:count] for a in (run.contacts.rigid_contact_shape0, run.contacts.rigid_contact_shape1))
+    on_boxes = np.where(shape1 == 0, -1.0, 1.0) * forces[:count, 2]  # the force on shape 1: on the box from the ground
+    np.testing.assert_allclose(on_boxes[(shape0 == 0) | (shape1 == 0)].sum(), 2.0 * 9.81, rtol=1e-2)  # holds 2 kg
+    q = run.s0.joint_q.numpy().reshape(2, 7)
+    q[:, 2] += 5.0
+    run.s0.joint_q.assign(q.ravel())
+    newton.eval_fk(run.model, run.s0.joint_q, run.s0.joint_qd, run.s0)
+    run.step(DT)
+    forces = run.contacts.rigid_contact_force.numpy()
+    count = int(run.contacts.rigid_contact_count.numpy()[0])
+    assert count == 4
+    assert np.abs(forces[:count]).max() < 0.1  # free fall: the boxes barely press on each other (9.8 N at rest)
+    assert not forces[count:].any()

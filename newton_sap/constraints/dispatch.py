@@ -18,13 +18,14 @@ SLOTS_PER_THREAD_CPU = 1024
 """Constraint slots per thread of the per-row kernels on the CPU (one on GPUs). How many rows are used is
 known only on the device, so those kernels are launched for the slot capacity and the threads past the
 end have nothing to do. On the CPU, Warp runs the threads one after the other and each costs its
-argument set (about 1 µs per 150 threads of a 30-argument kernel) even when it returns at once, and most
-slots are empty (Newton's contact buffer and the joint slots of a 1024-world quadruped: 26k used of
-159k; of a 1024-world landing pile: about 110k rows in the iterations and 755k contacts of 3.0M slots), so a
-thread takes a run instead: of the contacts of Newton's buffer when the contact rows are built, of the list of
-used slots (in slot order, the order the rows are stored in) afterwards. 64 slots per thread left 47k threads
-per launch on that pile, about 0.9 ms each, and some 35 launches a step: 1024 takes 21 ms less per step
-(launched, per kernel: ``hessian_assembly`` 9.1 → 4.1, ``constraint_eval`` 54.8 → 48.3 ms)."""
+argument set even when it returns at once, and most slots are empty (Newton's contact buffer and the joint
+slots of a 1024-world quadruped: 26k used of 159k; of a 1024-world landing pile: about 110k rows in the
+iterations and 755k contacts of 3.0M slots), so a thread takes a run instead: of the contacts of Newton's buffer
+when the contact rows are built, of the list of used slots (in slot order, the order the rows are stored in)
+afterwards. With 64 slots per thread that pile launched 47k threads per per-row launch, which cost 0.6-1.0 ms
+each (13-21 ns per idle thread of a 20-argument kernel), in some 30 launches a step; with 1024, launched, per
+step: ``constraint_eval`` 54.8 → 48.3 ms, ``line_rows`` 29.6 → 24.7, ``predict_stiction`` 22.9 → 18.4,
+``hessian_assembly`` 9.1 → 4.1."""
 
 
 def slots_per_thread(device) -> int:
