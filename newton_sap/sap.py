@@ -262,6 +262,18 @@ def reset_constraint_counts(
 
 
 @wp.kernel
+def any_world_flagged(
+    # inputs
+    world_flag: wp.array(dtype=wp.int32),
+    # outputs (zeroed before)
+    any_out: wp.array(dtype=wp.int32),
+):
+    """``any_out[0] = 1`` if some world's flag is set."""
+    if world_flag[wp.tid()] == 1:
+        any_out[0] = 1
+
+
+@wp.kernel
 def select_free_motion_worlds(
     # model
     world_dof_start: wp.array(dtype=wp.int32),
@@ -945,6 +957,7 @@ class SapSolver:
         self.any_active = zeros(1, wp.int32)  # some world still iterates (the loop's device condition)
         self.any_predicted = zeros(1, wp.int32)  # some world has a stiction-model direction to solve
         self.any_free_motion = zeros(1, wp.int32)  # some world reads v* (v* mode)
+        self.any_tree_local = zeros(1, wp.int32)  # some world is flagged in world_tree_local (the tree LDLᵀ's)
         self.free_motion_worlds = zeros(nw, wp.int32)  # the worlds that read v* (a mask)
         self.world_retry = zeros(nw, wp.int32)  # a parked contact would act: solve the world again
         self.world_iteration_offset = zeros(nw, wp.int32)  # Newton iterations before this retry
@@ -1285,6 +1298,9 @@ class SapSolver:
                 outputs=[self.world_tree_local],
                 device=dev,
             )  # fmt: skip
+            self.any_tree_local.zero_()
+            wp.launch(any_world_flagged, dim=self.topo.world_count, inputs=[self.world_tree_local],
+                      outputs=[self.any_tree_local], device=dev)  # fmt: skip
         if self.uses_dense_worlds:
             wp.launch(
                 scatter_world_dense,
@@ -1450,8 +1466,8 @@ class SapSolver:
                 outputs=[self.H],
                 device=dev,
             )  # fmt: skip
-        if self.tree_ldlt:
-            wp.copy(self.H_rows, A_rows)
+        if self.tree_ldlt:  # H's rows start as A's where some world takes the tree LDLᵀ (hessian_assembly adds Jᵀ G J)
+            wp.capture_if(self.any_tree_local, wp.copy, dest=self.H_rows, src=A_rows)
         if self.uses_pcg:
             wp.copy(self.P, tree_blocks)
             wp.launch(precond_diag_init, dim=ndof, inputs=[T.dof_row_start, A_rows], outputs=[self.pdiag],
@@ -1476,9 +1492,10 @@ class SapSolver:
                 device=dev,
             )
         if self.tree_ldlt:
-            solve_tree_systems(
-                T.tree_ids, T.dof_levels, T, active, self.world_tree_local, self.H_rows, grad, -1.0, self.zero_dof,
-                self.ldlt_factor, self.ldlt_y, self.ldlt_x, dv, dev,
+            wp.capture_if(
+                self.any_tree_local, solve_tree_systems, trees=T.tree_ids, levels=T.dof_levels, T=T,
+                world_active=active, world_selected=self.world_tree_local, rows=self.H_rows, rhs=grad, scale=-1.0,
+                base=self.zero_dof, factor=self.ldlt_factor, y=self.ldlt_y, x=self.ldlt_x, out=dv, device=dev,
             )  # fmt: skip
         if self.uses_block_cholesky:
             wp.launch(
