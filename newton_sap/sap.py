@@ -1472,16 +1472,10 @@ class SapSolver:
             wp.copy(self.P, tree_blocks)
             wp.launch(precond_diag_init, dim=ndof, inputs=[T.dof_row_start, A_rows], outputs=[self.pdiag],
                       device=dev)  # fmt: skip
-        wp.launch(
-            hessian_assembly,
-            dim=self.slot_threads,
-            inputs=[T.world_dof_start, T.world_dense_offset, T.world_uses_pcg, T.dof_tree, T.dof_dense_offset,
-                    T.dof_local, T.tree_dof_count, T.dof_parent, T.dof_depth, T.dof_row_start, self.slots_per_thread,
-                    self.used_count, self.used_slots, active, self.world_tree_local, self.c_world, G, self.c_nnz,
-                    self.c_dof, self.c_J],
-            outputs=[self.H, self.H_rows, self.P, self.pdiag],
-            device=dev,
-        )  # fmt: skip
+        if self.uses_dense_worlds or self.uses_pcg:
+            self._hessian_assembly(active, G)
+        elif self.tree_ldlt:  # otherwise only the worlds that take the tree LDLᵀ have rows to assemble
+            wp.capture_if(self.any_tree_local, self._hessian_assembly, active=active, G=G)
         for n, view in self.H_views.items():
             wp.launch_tiled(
                 newton_direction_kernel(n),
@@ -1513,6 +1507,21 @@ class SapSolver:
             )  # fmt: skip
         if self.uses_pcg:
             self._conjugate_gradients(A_rows, active, G, grad, dv, loosest_tolerance, forcing)
+
+    def _hessian_assembly(self, active, G) -> None:
+        """``Jᵀ G J`` of the worlds flagged in ``active`` into the dense, tree-LDLᵀ and PCG worlds' Hessians
+        (``hessian_assembly``; the block-Cholesky worlds assemble their own)."""
+        T = self.T
+        wp.launch(
+            hessian_assembly,
+            dim=self.slot_threads,
+            inputs=[T.world_dof_start, T.world_dense_offset, T.world_uses_pcg, T.dof_tree, T.dof_dense_offset,
+                    T.dof_local, T.tree_dof_count, T.dof_parent, T.dof_depth, T.dof_row_start, self.slots_per_thread,
+                    self.used_count, self.used_slots, active, self.world_tree_local, self.c_world, G, self.c_nnz,
+                    self.c_dof, self.c_J],
+            outputs=[self.H, self.H_rows, self.P, self.pdiag],
+            device=self.device,
+        )  # fmt: skip
 
     def _conjugate_gradients(self, A_rows, active, G, grad, dv, loosest_tolerance: float, forcing) -> None:
         """Block-preconditioned CG on the PCG worlds flagged in ``active`` (see ``pcg.py``); the solution goes
