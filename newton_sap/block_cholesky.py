@@ -10,11 +10,12 @@ gives the exact Newton direction that conjugate gradients approach in tens of it
 
 One thread per world (``world_block_cholesky``; on the CPU one thread for all worlds in turn) runs the
 whole solve each Newton iteration: the graph of the rows with curvature, the ordering (kept while the
-graph stays the world's last ordered one, and for the stiction-model direction, solved right after the
-Newton direction with the same rows curved), the assembly of the pattern's blocks (A's tree blocks come
+graph stays the world's last ordered one), the assembly of the pattern's blocks (A's tree blocks come
 chunked once per step, ``tree_blocks_in_chunks``, and are copied), the factorization and the two triangular
-solves. The tree graph is a bitset row per tree (``⌈T/32⌉`` words), so clearing it, the degrees and a tree's
-remaining neighbours take a word at a time.
+solves; then, with stiction prediction, the stiction model's rows and, where some row is predicted, the model's
+direction from the H kept before the factorization plus ``Jᵀ (G̃ − G) J`` of the predicted rows (same order).
+The tree graph is a bitset row per tree (``⌈T/32⌉`` words), so clearing it, the degrees and a tree's remaining
+neighbours take a word at a time.
 
 The arithmetic works on chunks, 8-float vectors (``vec8f``): every row of a block of U is stored as the
 chunks of its columns' tree (a 6-dof body's row is one chunk, its last two lanes zero), U's blocks are
@@ -33,6 +34,7 @@ from __future__ import annotations
 import warp as wp
 
 from .jacobian import second_walk
+from .stiction_prediction import stiction_model_row
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
@@ -241,36 +243,22 @@ def _place_blocks(
 
 
 @wp.func
-def _assemble(
+def _start_blocks(
     size: int,
     t0: int,
     T: int,
     pairs: int,
     base: int,
-    begin: int,
-    end: int,
-    tree_dof_start: wp.array(dtype=wp.int32),
     tree_dof_count: wp.array(dtype=wp.int32),
-    dof_tree: wp.array(dtype=wp.int32),
-    dof_parent: wp.array(dtype=wp.int32),
     tree_order: wp.array(dtype=wp.int32),
     tree_A_offset: wp.array(dtype=wp.int32),
     A_chunks: wp.array(dtype=vec8f),
-    world_constraints: wp.array(dtype=wp.int32),
-    c_G: wp.array(dtype=wp.mat33),
-    c_nnz: wp.array(dtype=wp.int32),
-    c_dof: wp.array2d(dtype=wp.int32),
-    c_J: wp.array2d(dtype=wp.vec3),
-    tree_rank: wp.array(dtype=wp.int32),
     block_index: wp.array(dtype=wp.int32),
     U: wp.array(dtype=vec8f),
 ):
-    """The blocks of H in U's layout (``_place_blocks``; coupling blocks in the rows of the tree eliminated
-    first): per block row, its diagonal block copied from A's (``tree_blocks_in_chunks``, the upper triangle;
-    the factorization reads no other) and its coupling blocks zeroed, then ``Jᵀ G J`` of the rows with
-    curvature. Per row and column chunk of each of its trees, J's x, y and z over that chunk are gathered in
-    registers, and each entry e adds ``(J_eᵀ G) J`` to that chunk of its dof's row (in its tree's diagonal
-    block, or in the coupling block where its tree comes first): three chunk multiply-adds."""
+    """The blocks of A in U's layout (``_place_blocks``): per block row, its diagonal block copied from A's
+    (``tree_blocks_in_chunks``, the upper triangle; the factorization reads no other) and its coupling blocks
+    zeroed, for :func:`_add_rows` to add ``Jᵀ G J``."""
     zero = vec8f()
     for r in range(T):  # block rows in elimination order: A's diagonal block, then the coupling blocks
         k = tree_order[t0 + r]
@@ -286,9 +274,41 @@ def _assemble(
             row_end = base + block_index[pairs + k_next * T + k_next]
         for q in range(D + diag_size, row_end):
             U[q] = zero
+
+
+@wp.func
+def _add_rows(
+    t0: int,
+    T: int,
+    pairs: int,
+    base: int,
+    begin: int,
+    end: int,
+    tree_dof_start: wp.array(dtype=wp.int32),
+    tree_dof_count: wp.array(dtype=wp.int32),
+    dof_tree: wp.array(dtype=wp.int32),
+    dof_parent: wp.array(dtype=wp.int32),
+    world_constraints: wp.array(dtype=wp.int32),
+    c_G: wp.array(dtype=wp.mat33),
+    c_G_base: wp.array(dtype=wp.mat33),
+    difference: int,
+    c_nnz: wp.array(dtype=wp.int32),
+    c_dof: wp.array2d(dtype=wp.int32),
+    c_J: wp.array2d(dtype=wp.vec3),
+    tree_rank: wp.array(dtype=wp.int32),
+    block_index: wp.array(dtype=wp.int32),
+    U: wp.array(dtype=vec8f),
+):
+    """``Jᵀ G J`` of the world's rows (``difference = 1``: ``Jᵀ (G − G_base) J``, the rows where they differ) added
+    to the blocks of H in U's layout (coupling blocks in the rows of the tree eliminated first). Per row and column
+    chunk of each of its trees, J's x, y and z over that chunk are gathered in registers, and each entry e adds
+    ``(J_eᵀ G) J`` to that chunk of its dof's row (in its tree's diagonal block, or in the coupling block where its
+    tree comes first): three chunk multiply-adds."""
     for k in range(begin, end):
         c = world_constraints[k]
         G = c_G[c]
+        if difference == 1:
+            G = G - c_G_base[c]
         if wp.ddot(G, G) == 0.0:
             continue
         nnz = c_nnz[c]
@@ -512,6 +532,50 @@ def _solve(
             U[Xk + cc] = xc
 
 
+@wp.func
+def _load_rhs(
+    X: int,
+    t0: int,
+    T: int,
+    tree_dof_start: wp.array(dtype=wp.int32),
+    tree_dof_count: wp.array(dtype=wp.int32),
+    tree_chunk_start: wp.array(dtype=wp.int32),
+    grad: wp.array(dtype=float),
+    U: wp.array(dtype=vec8f),
+):
+    """The right-hand side ``−∇ℓ`` of the world's trees in chunks (tree t's at ``X + tree_chunk_start[t]``), each
+    chunk built in a register."""
+    for t in range(t0, t0 + T):
+        first = tree_dof_start[t]
+        nt = tree_dof_count[t]
+        for cc in range(_chunks(nt)):
+            chunk = vec8f()
+            for lane in range(wp.min(8, nt - 8 * cc)):
+                chunk -= grad[first + 8 * cc + lane] * _lane(lane)
+            U[X + tree_chunk_start[t] + cc] = chunk
+
+
+@wp.func
+def _store_solution(
+    X: int,
+    t0: int,
+    T: int,
+    tree_dof_start: wp.array(dtype=wp.int32),
+    tree_dof_count: wp.array(dtype=wp.int32),
+    tree_chunk_start: wp.array(dtype=wp.int32),
+    U: wp.array(dtype=vec8f),
+    dv_out: wp.array(dtype=float),
+):
+    """The solved chunks of the world's trees into ``dv_out``."""
+    for t in range(t0, t0 + T):
+        first = tree_dof_start[t]
+        nt = tree_dof_count[t]
+        for cc in range(_chunks(nt)):
+            chunk = U[X + tree_chunk_start[t] + cc]
+            for lane in range(wp.min(8, nt - 8 * cc)):
+                dv_out[first + 8 * cc + lane] = chunk[lane]
+
+
 @wp.kernel
 def tree_blocks_in_chunks(
     # model
@@ -563,14 +627,22 @@ def world_block_cholesky(
     dof_parent: wp.array(dtype=wp.int32),
     tree_A_offset: wp.array(dtype=wp.int32),
     # inputs
-    reuse_order: int,
     shared_pool: int,
+    keep: int,
+    predict: int,
     world_active: wp.array(dtype=wp.int32),
     world_tree_local: wp.array(dtype=wp.int32),
+    world_plain_newton: wp.array(dtype=wp.int32),
     world_constraint_start: wp.array(dtype=wp.int32),
     world_constraint_count: wp.array(dtype=wp.int32),
     world_constraints: wp.array(dtype=wp.int32),
+    c_kind: wp.array(dtype=wp.int32),
+    c_vc: wp.array(dtype=wp.vec3),
+    c_gamma: wp.array(dtype=wp.vec3),
     c_G: wp.array(dtype=wp.mat33),
+    c_vhat: wp.array(dtype=wp.vec3),
+    c_R: wp.array(dtype=wp.vec3),
+    c_param: wp.array(dtype=float),
     c_nnz: wp.array(dtype=wp.int32),
     c_dof: wp.array2d(dtype=wp.int32),
     c_J: wp.array2d(dtype=wp.vec3),
@@ -589,20 +661,29 @@ def world_block_cholesky(
     U: wp.array(dtype=vec8f),
     inv_diag: wp.array(dtype=float),
     dv_out: wp.array(dtype=float),
+    c_G_model_out: wp.array(dtype=wp.mat33),
+    world_predicted_out: wp.array(dtype=wp.int32),
+    world_slope_out: wp.array(dtype=float),
 ):
     """``Δv = −H⁻¹ ∇ℓ`` of each active block-Cholesky world not solved by the tree LDLᵀ this step, with
     ``H = A + Jᵀ G J = Uᵀ U`` factored by tree blocks in minimum-degree order, in the world's pool from chunk
     X: the right-hand side in chunks, then U's blocks. The order and the block placement (``world_pool_used``:
     the chunks its blocks take) are those of the world's last ordered solve where its tree graph (kept in
-    ``last_graph``) is the same, and are computed otherwise. ``reuse_order = 1``: the rows with curvature are
-    those of this world's last solve (the stiction model's direction, whose G differs only on rows that have
-    curvature either way), so not even the graph is marked.
+    ``last_graph``) is the same, and are computed otherwise.
+
+    ``predict = 1`` (stiction prediction on): right after its Newton direction, in the same pool, each world not
+    flagged in ``world_plain_newton`` models the rows that ``Δv`` takes through stiction by their linear branch
+    (``stiction_prediction.stiction_model_row``: ``c_G_model`` for every row of the world) and, where some row is,
+    solves for the model's direction ``Δṽ = −H̃⁻¹ ∇ℓ_model`` with the same order (G̃ has curvature on the same rows)
+    and takes it as ``Δv`` where it descends, ``Δṽᵀ∇ℓ < 0`` (``world_predicted = 2``, ``world_slope``). H is kept
+    before its factorization ``keep`` chunks after the blocks (the pool has room for both), so ``H̃`` is that copy
+    plus ``Jᵀ (G̃ − G) J`` of the predicted rows alone; the row data is still in cache from the Newton solve.
 
     ``shared_pool = 0``: one thread per world (launched with the world count), each in its own pool
     (``world_block_offset``). ``shared_pool = 1`` (the CPU, launched with one thread, whose launches run their
     threads one after another anyway): the thread solves every world in turn in one pool, from chunk 0, as a
-    world's factor is not needed after its solve. The CPU's pool is then one world's: 0.25 MB instead of 241 MB
-    for 1024 50-sphere piles (the step time is unchanged)."""
+    world's factor is not needed after its solve. The CPU's pool is then one world's (and its kept H): 0.5 MB
+    instead of 482 MB for 1024 50-sphere piles (the step time is unchanged)."""
     worlds = world_dof_start.shape[0] - 1
     step = worlds  # a thread per world: world tid alone
     if shared_pool == 1:
@@ -622,39 +703,68 @@ def world_block_cholesky(
         end = begin + world_constraint_count[w]
         base = X + tree_chunk_start[t0 + T - 1] + _chunks(tree_dof_count[t0 + T - 1])
         size = world_pool_used[w]
-        if reuse_order == 0:
-            _mark_rows_graph(t0, T, pairs, begin, end, world_constraints, c_G, c_nnz, c_dof, dof_tree, pattern)
-            W = _pattern_words(T)
-            same = size > 0
-            for q in range(T * W):  # the graph of the last ordered solve: keep its order and placement
-                if pattern[pairs + q] != last_graph[pairs + q]:
-                    same = False
-                    last_graph[pairs + q] = pattern[pairs + q]
-            if not same:
-                _minimum_degree_order(
-                    t0, T, pairs, pattern, tree_degree, tree_rank, tree_order, later, tree_later_count
-                )
-                size = _place_blocks(t0, T, pairs, tree_dof_count, tree_order, later, tree_later_count, block_index)
-                world_pool_used[w] = size
-        _assemble(size, t0, T, pairs, base, begin, end, tree_dof_start, tree_dof_count, dof_tree, dof_parent,
-                  tree_order, tree_A_offset, A_chunks, world_constraints, c_G, c_nnz, c_dof, c_J, tree_rank,
-                  block_index, U)  # fmt: skip
+        _mark_rows_graph(t0, T, pairs, begin, end, world_constraints, c_G, c_nnz, c_dof, dof_tree, pattern)
+        W = _pattern_words(T)
+        same = size > 0
+        for q in range(T * W):  # the graph of the last ordered solve: keep its order and placement
+            if pattern[pairs + q] != last_graph[pairs + q]:
+                same = False
+                last_graph[pairs + q] = pattern[pairs + q]
+        if not same:
+            _minimum_degree_order(t0, T, pairs, pattern, tree_degree, tree_rank, tree_order, later, tree_later_count)
+            size = _place_blocks(t0, T, pairs, tree_dof_count, tree_order, later, tree_later_count, block_index)
+            world_pool_used[w] = size
+        _start_blocks(size, t0, T, pairs, base, tree_dof_count, tree_order, tree_A_offset, A_chunks, block_index, U)
+        _add_rows(t0, T, pairs, base, begin, end, tree_dof_start, tree_dof_count, dof_tree, dof_parent,
+                  world_constraints, c_G, c_G, 0, c_nnz, c_dof, c_J, tree_rank, block_index, U)  # fmt: skip
+        may_predict = predict == 1 and world_plain_newton[w] == 0
+        if may_predict:  # H kept beside the blocks (``keep`` chunks on) for the stiction model's
+            for q in range(size):
+                U[base + keep + q] = U[base + q]
         _factor(t0, T, pairs, base, tree_dof_start, tree_dof_count, tree_rank, tree_order, later, tree_later_count,
                 block_index, U, inv_diag)  # fmt: skip
-        for t in range(t0, t0 + T):  # −∇ℓ in chunks, a chunk built in a register
-            first = tree_dof_start[t]
-            nt = tree_dof_count[t]
-            for cc in range(_chunks(nt)):
-                chunk = vec8f()
-                for lane in range(wp.min(8, nt - 8 * cc)):
-                    chunk -= grad[first + 8 * cc + lane] * _lane(lane)
-                U[X + tree_chunk_start[t] + cc] = chunk
+        _load_rhs(X, t0, T, tree_dof_start, tree_dof_count, tree_chunk_start, grad, U)
         _solve(t0, T, pairs, base, X, tree_dof_start, tree_dof_count, tree_chunk_start, tree_order, later,
                tree_later_count, block_index, U, inv_diag)  # fmt: skip
+        _store_solution(X, t0, T, tree_dof_start, tree_dof_count, tree_chunk_start, U, dv_out)
+        if not may_predict:
+            continue
+        # the stiction model along Δv (stiction_prediction.py): its right-hand side −∇ℓ + Jᵀ(γ̃ − γ) and G̃
+        _load_rhs(X, t0, T, tree_dof_start, tree_dof_count, tree_chunk_start, grad, U)
+        predicted = int(0)
+        for k in range(begin, end):
+            c = world_constraints[k]
+            row_predicted, G_model, change = stiction_model_row(
+                c, c_kind, c_vc, c_gamma, c_G, c_vhat, c_R, c_param, c_nnz, c_dof, c_J, dv_out
+            )
+            c_G_model_out[c] = G_model
+            if row_predicted == 1:
+                predicted = 1
+                for e in range(c_nnz[c]):
+                    d = c_dof[c, e]
+                    t = dof_tree[d]
+                    _add_entry(U, X + tree_chunk_start[t], d - tree_dof_start[t], wp.dot(c_J[c, e], change))
+        if predicted == 0:
+            continue
+        # Δṽ = −H̃⁻¹ ∇ℓ_model, H̃ = H + Jᵀ (G̃ − G) J on the predicted rows, in the same order and placement (G̃ has
+        # curvature on the same rows), adopted where it descends
+        for q in range(size):
+            U[base + q] = U[base + keep + q]
+        _add_rows(t0, T, pairs, base, begin, end, tree_dof_start, tree_dof_count, dof_tree, dof_parent,
+                  world_constraints, c_G_model_out, c_G, 1, c_nnz, c_dof, c_J, tree_rank, block_index, U)  # fmt: skip
+        _factor(t0, T, pairs, base, tree_dof_start, tree_dof_count, tree_rank, tree_order, later, tree_later_count,
+                block_index, U, inv_diag)  # fmt: skip
+        _solve(t0, T, pairs, base, X, tree_dof_start, tree_dof_count, tree_chunk_start, tree_order, later,
+               tree_later_count, block_index, U, inv_diag)  # fmt: skip
+        slope = float(0.0)
         for t in range(t0, t0 + T):
             first = tree_dof_start[t]
             nt = tree_dof_count[t]
             for cc in range(_chunks(nt)):
                 chunk = U[X + tree_chunk_start[t] + cc]
                 for lane in range(wp.min(8, nt - 8 * cc)):
-                    dv_out[first + 8 * cc + lane] = chunk[lane]
+                    slope += chunk[lane] * grad[first + 8 * cc + lane]
+        world_predicted_out[w] = 2
+        world_slope_out[w] = slope
+        if slope < 0.0:
+            _store_solution(X, t0, T, tree_dof_start, tree_dof_count, tree_chunk_start, U, dv_out)

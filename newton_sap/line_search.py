@@ -292,7 +292,7 @@ def line_search(
     stalled = int(0)
     change = wp.abs(cost1 - cost0)
     scale = 0.5 * (wp.abs(cost1) + wp.abs(cost0))
-    if world_predicted[w] == 1 and world_slope[w] < 0.0:  # a stiction-model step
+    if world_predicted[w] != 0 and world_slope[w] < 0.0:  # a stiction-model step (either kind of prediction)
         if alpha < MODEL_STEP_MIN_ALPHA:
             world_plain_newton_out[w] = 1
     elif alpha == 0.0:

@@ -24,7 +24,8 @@ Each Newton iteration (all worlds at once; a converged world stops):
    self-collision, no contact between trees; ``flag_coupling_constraints``) has an H with A's sparsity
    and is solved by the tree LDLᵀ of ``factorization.py`` instead of the dense or block Cholesky.
    Where sliding contacts would pass through stiction along ``Δv``, a second direction from their
-   stiction branch replaces it when it descends (``stiction_prediction.py``).
+   stiction branch replaces it when it descends (``stiction_prediction.py``; the block-Cholesky worlds
+   solve it within their own launch, ``world_predicted = 2``).
 4. ``line_search`` (``line_search.py``): exact (root of ``dℓ/dα`` on [0, α_max] by safeguarded Newton) or
    backtracking (Armijo), then ``v += α Δv``.
 
@@ -932,7 +933,7 @@ class SapSolver:
         # the CPU solves the worlds one after another in one pool (block_cholesky.world_block_cholesky)
         self.block_shared_pool = device.is_cpu
         pool = topology.world_block_max if self.block_shared_pool else topology.world_block_size
-        self.block_pool = zeros(max(pool, 1), vec8f)
+        self.block_pool = zeros(max(2 * pool, 1), vec8f)  # a world's H is kept in the second half (stiction model)
         self.block_inv_diag = zeros(ndof)
         self.block_A = zeros(max(topology.tree_A_size, 1), vec8f)  # A's tree blocks, chunked once per step
         self.block_pattern = zeros(max(topology.world_pair_size, 1), wp.uint32)  # bitset rows: T·⌈T/32⌉ ≤ T² words
@@ -1417,9 +1418,10 @@ class SapSolver:
         wp.launch(
             predict_stiction,
             dim=self.slot_threads,
-            inputs=[self.slots_per_thread, self.used_count, self.used_slots, self.world_active,
-                    self.world_plain_newton, self.c_world, self.c_kind, self.c_vc, self.c_gamma,
-                    self.c_G, self.c_vhat, self.c_R, self.c_param, self.c_nnz, self.c_dof, self.c_J, self.dv],
+            inputs=[self.T.world_block_offset, self.slots_per_thread, self.used_count, self.used_slots,
+                    self.world_active, self.world_tree_local, self.world_plain_newton, self.c_world, self.c_kind,
+                    self.c_vc, self.c_gamma, self.c_G, self.c_vhat, self.c_R, self.c_param, self.c_nnz, self.c_dof,
+                    self.c_J, self.dv],
             outputs=[self.c_G_model, self.grad_model, self.world_predicted, self.any_predicted],
             device=dev,
         )  # fmt: skip
@@ -1431,7 +1433,7 @@ class SapSolver:
         T, dev = self.T, self.device
         self._solve_direction(A_rows, tree_blocks, self.world_predicted, self.c_G_model, self.grad_model,
                               self.dv_model, CG_MODEL_LOOSEST_TOLERANCE, self.world_model_forcing,
-                              same_curved_rows=True)  # fmt: skip
+                              model=True)  # fmt: skip
         wp.launch(
             model_direction_slope,
             dim=self.topo.dof_count,
@@ -1448,13 +1450,13 @@ class SapSolver:
         )
 
     def _solve_direction(
-        self, A_rows, tree_blocks, active, G, grad, dv, loosest_tolerance: float, forcing, same_curved_rows=False
+        self, A_rows, tree_blocks, active, G, grad, dv, loosest_tolerance: float, forcing, model=False
     ) -> None:
         """``dv = −(A + Jᵀ G J)⁻¹ grad`` in the worlds flagged in ``active``: a dense tile Cholesky per world
         size or the tree LDLᵀ (worlds flagged ``world_tree_local``), the block Cholesky, PCG for the large
         worlds (preconditioner blocks from ``tree_blocks``, the dense A blocks of the trees; CG's forcing
-        terms, at most ``loosest_tolerance``, go into ``forcing``). ``same_curved_rows``: G has curvature on
-        the rows of the previous solve, in every active world (the block Cholesky keeps its ordering)."""
+        terms, at most ``loosest_tolerance``, go into ``forcing``). ``model``: the stiction model's direction,
+        which the block-Cholesky worlds solved with their Newton direction (``world_block_cholesky``)."""
         T, topo, dev = self.T, self.topo, self.device
         ndof = topo.dof_count
         if self.uses_dense_worlds:
@@ -1491,18 +1493,21 @@ class SapSolver:
                 world_active=active, world_selected=self.world_tree_local, rows=self.H_rows, rhs=grad, scale=-1.0,
                 base=self.zero_dof, factor=self.ldlt_factor, y=self.ldlt_y, x=self.ldlt_x, out=dv, device=dev,
             )  # fmt: skip
-        if self.uses_block_cholesky:
+        if self.uses_block_cholesky and not model:  # their model directions come with their Newton directions
             wp.launch(
                 world_block_cholesky,
                 dim=1 if self.block_shared_pool else topo.world_count,
                 inputs=[T.world_dof_start, T.world_tree_start, T.world_block_offset, T.world_pair_offset,
                         T.tree_dof_start, T.tree_dof_count, T.tree_chunk_start, T.dof_tree, T.dof_parent,
-                        T.tree_A_offset, int(same_curved_rows), int(self.block_shared_pool), active,
-                        self.world_tree_local, self.world_constraint_start, self.world_constraint_count,
-                        self.world_constraints, G, self.c_nnz, self.c_dof, self.c_J, self.block_A, grad],
+                        T.tree_A_offset, int(self.block_shared_pool), self.block_pool.shape[0] // 2,
+                        int(self.options.stiction_prediction), active,
+                        self.world_tree_local, self.world_plain_newton, self.world_constraint_start,
+                        self.world_constraint_count, self.world_constraints, self.c_kind, self.c_vc, self.c_gamma, G,
+                        self.c_vhat, self.c_R, self.c_param, self.c_nnz, self.c_dof, self.c_J, self.block_A, grad],
                 outputs=[self.block_pattern, self.block_later, self.block_index, self.tree_degree, self.tree_rank,
                          self.tree_order, self.tree_later_count, self.world_pool_used, self.block_last_graph,
-                         self.block_pool, self.block_inv_diag, dv],
+                         self.block_pool, self.block_inv_diag, dv, self.c_G_model, self.world_predicted,
+                         self.world_slope],
                 device=dev,
             )  # fmt: skip
         if self.uses_pcg:

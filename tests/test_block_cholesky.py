@@ -92,8 +92,8 @@ def test_block_cholesky_matches_dense_newton_systems(scene, shared_pool):
     topo = block.solver.topology
     assert np.all(topo.world_block_offset >= 0) and not topo.world_uses_pcg.any()
     sap.block_shared_pool = shared_pool
-    pool = topo.world_block_max if shared_pool else topo.world_block_size
-    sap.block_pool = wp.array(np.full((pool, 8), np.nan, np.float32), dtype=vec8f, device=sap.device)
+    pool = topo.world_block_max if shared_pool else topo.world_block_size  # and as much for the kept H
+    sap.block_pool = wp.array(np.full((2 * pool, 8), np.nan, np.float32), dtype=vec8f, device=sap.device)
     worst, same_iterations = 0.0, 0
     for _ in range(25):
         for name in ("joint_q", "joint_qd", "body_q", "body_qd"):
@@ -223,15 +223,17 @@ def _check_block_cholesky(rng, tree_parents, row_dofs, curved=None, shared_pool=
             H += J_full[c].T @ c_G[c] @ J_full[c]
         grad = rng.standard_normal(n)
         dv = wp.zeros(n, dtype=float)
+        rows3 = lambda dtype: wp.zeros(m, dtype=dtype)  # noqa: E731 (read by the stiction prediction only: off)
         wp.launch(
             world_block_cholesky,
             dim=1,
             inputs=[i32([0, n]), i32([0, T]), i32([0]), i32([0]), i32(tree_start), i32(sizes), i32(chunk_start),
-                    i32(dof_tree), i32(dof_parent), i32(A_offset), 0, shared_pool, i32([1]), i32([0]), i32([0]),
-                    i32([m]), i32(np.arange(m)), wp.array(c_G.astype(np.float32), dtype=wp.mat33),
+                    i32(dof_tree), i32(dof_parent), i32(A_offset), shared_pool, pool, 0, i32([1]), i32([0]), i32([0]),
+                    i32([0]), i32([m]), i32(np.arange(m)), rows3(wp.int32), rows3(wp.vec3), rows3(wp.vec3),
+                    wp.array(c_G.astype(np.float32), dtype=wp.mat33), rows3(wp.vec3), rows3(wp.vec3), rows3(float),
                     i32([len(d) for d in row_dofs]), wp.array(c_dof, dtype=wp.int32),
                     wp.array(c_J.astype(np.float32), dtype=wp.vec3), A_chunks, f32(grad)],
-            outputs=[*outputs, dv],
+            outputs=[*outputs, dv, rows3(wp.mat33), scratch(1), scratch(1, float)],
         )  # fmt: skip
         chunks = (np.asarray(sizes) + 7) // 8
         assert chunks.sum() + used.numpy()[0] <= pool  # the right-hand side and U's blocks

@@ -49,14 +49,22 @@ def test_friction_cone_predicts_stiction(v_c, dv_c, mu, expected):
     assert out.numpy()[0] == expected
 
 
-@pytest.mark.parametrize("dense", [True, False], ids=["dense", "pcg"])
-def test_prediction_keeps_solutions_and_saves_iterations(dense):
+SOLVES = {  # the direction solves of a 60-dof world, and the options that select them
+    "dense": {},
+    "pcg": {"dense_world_max_dofs": 0, "block_cholesky_max_dofs": 0},
+    "block Cholesky": {"dense_world_max_dofs": 0, "block_cholesky_max_dofs": 512},  # predicts within its own launch
+}
+
+
+@pytest.mark.parametrize("solve", SOLVES)
+def test_prediction_keeps_solutions_and_saves_iterations(solve):
     """A landing pile stepped with and without the prediction, both from the same state every step:
     the same velocities to the float32 floor, every step converged, and fewer Newton iterations."""
-    options = {} if dense else {"dense_world_max_dofs": 0, "block_cholesky_max_dofs": 0}
-    predicted = Run(sphere_bin(10), **options)
-    plain = Run(sphere_bin(10), stiction_prediction=False, **options)
-    assert predicted.solver.topology.world_uses_pcg.all() != dense
+    predicted = Run(sphere_bin(10), **SOLVES[solve])
+    plain = Run(sphere_bin(10), stiction_prediction=False, **SOLVES[solve])
+    topology = predicted.solver.topology
+    assert topology.world_uses_pcg.all() == (solve == "pcg")
+    assert (topology.world_block_offset >= 0).all() == (solve == "block Cholesky")
     worst = 0.0
     for _ in range(40):
         for name in ("joint_q", "joint_qd", "body_q", "body_qd"):
