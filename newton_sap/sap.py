@@ -594,8 +594,8 @@ def gradient(
     (``v* = v0 + Δt A⁻¹ τ``) and 0 in momentum mode (``v_ref = v0``), written here; after that the line search
     adds ``α A Δv``. Likewise ``A v = Ae + A v_ref`` with ``A v_ref = A v0 + (1 − m) Δt τ`` from ``Av0``.
     At the warm start thread 0 lowers ``any_active`` for the check that follows (later checks find it
-    lowered by ``line_dots``). ``grad_model`` starts as a copy of ``∇ℓ`` (the stiction prediction
-    subtracts its rows' changes from it)."""
+    lowered by ``line_dots``). ``grad_model`` starts as a copy of ``∇ℓ`` (``predict_stiction`` subtracts
+    its rows' changes from it; the block-Cholesky worlds form theirs in their own solve)."""
     i = wp.tid()
     if warm_start == 1 and i == 0:
         any_active_out[0] = 0
@@ -932,8 +932,7 @@ class SapSolver:
         self.uses_block_cholesky = topology.world_block_size > 0
         # the CPU solves the worlds one after another in one pool (block_cholesky.world_block_cholesky)
         self.block_shared_pool = device.is_cpu
-        pool = topology.world_block_max if self.block_shared_pool else topology.world_block_size
-        self.block_pool = zeros(max(2 * pool, 1), vec8f)  # a world's H is kept in the second half (stiction model)
+        self.block_pool = zeros(max(self._block_pool_half() * (1 + int(options.stiction_prediction)), 1), vec8f)
         self.block_inv_diag = zeros(ndof)
         self.block_A = zeros(max(topology.tree_A_size, 1), vec8f)  # A's tree blocks, chunked once per step
         self.block_pattern = zeros(max(topology.world_pair_size, 1), wp.uint32)  # bitset rows: T·⌈T/32⌉ ≤ T² words
@@ -1413,7 +1412,8 @@ class SapSolver:
 
     def _predict_stiction(self, A_rows, tree_blocks) -> None:
         """Flag the rows that the direction ``Δv`` takes through stiction (``predict_stiction``) and, in their
-        worlds, solve for the stiction model's direction."""
+        worlds, solve for the stiction model's direction; the block-Cholesky worlds did both in their Newton
+        solve's launch (``world_block_cholesky``)."""
         dev = self.device
         wp.launch(
             predict_stiction,
@@ -1499,7 +1499,7 @@ class SapSolver:
                 dim=1 if self.block_shared_pool else topo.world_count,
                 inputs=[T.world_dof_start, T.world_tree_start, T.world_block_offset, T.world_pair_offset,
                         T.tree_dof_start, T.tree_dof_count, T.tree_chunk_start, T.dof_tree, T.dof_parent,
-                        T.tree_A_offset, int(self.block_shared_pool), self.block_pool.shape[0] // 2,
+                        T.tree_A_offset, int(self.block_shared_pool), self._block_pool_half(),
                         int(self.options.stiction_prediction), active,
                         self.world_tree_local, self.world_plain_newton, self.world_constraint_start,
                         self.world_constraint_count, self.world_constraints, self.c_kind, self.c_vc, self.c_gamma, G,
@@ -1512,6 +1512,13 @@ class SapSolver:
             )  # fmt: skip
         if self.uses_pcg:
             self._conjugate_gradients(A_rows, active, G, grad, dv, loosest_tolerance, forcing)
+
+    def _block_pool_half(self) -> int:
+        """Chunks of the block Cholesky's factor pool: one world's on the CPU (``block_shared_pool``), every world's
+        elsewhere. With stiction prediction the pool holds as much again after it, each world's H kept at the same
+        place plus this many chunks (``world_block_cholesky``'s ``keep``)."""
+        topo = self.topo
+        return topo.world_block_max if self.block_shared_pool else topo.world_block_size
 
     def _hessian_assembly(self, active, G) -> None:
         """``Jᵀ G J`` of the worlds flagged in ``active`` into the dense, tree-LDLᵀ and PCG worlds' Hessians

@@ -128,7 +128,7 @@ class Topology:
     # SAP: tree-block sparse Cholesky of the worlds between the dense and the PCG sizes
     world_tree_start: np.ndarray | None = None  # [world + 1] tree range of each world
     world_block_offset: np.ndarray | None = None  # [world] offset of its pool (8-float chunks), -1: other solve
-    world_block_size: int = 0  # chunks of all pools
+    world_block_size: int = 0  # chunks of all pools (the solver adds as many for the kept Hessians)
     world_block_max: int = 0  # chunks of the largest pool
     tree_chunk_start: np.ndarray | None = None  # [tree] its first chunk in its world's chunked vectors
     tree_A_offset: np.ndarray | None = None  # [tree] its chunked block of A (block-Cholesky worlds; -1: other)
@@ -357,10 +357,11 @@ def build_topology(
     tree_A_offset = np.where(uses_block[tree_world], np.cumsum(tree_A_size) - tree_A_size, -1)
     pair_sizes = np.where(uses_block, world_tree_count.astype(np.int64) ** 2, 0)
     world_pair_offset = np.where(uses_block, np.cumsum(pair_sizes) - pair_sizes, -1)
-    if max(block_sizes.sum(), tree_A_size.sum()) >= 2**31:
+    if max(2 * block_sizes.sum(), tree_A_size.sum()) >= 2**31:  # the pools and as much again for the kept Hessians
         raise ModelError(
-            f"the block-Cholesky factors of {int(uses_block.sum())} worlds need {int(block_sizes.sum())} chunks "
-            "of 8 floats, more than int32 indexing allows: lower block_cholesky_max_dofs (PCG above it)"
+            f"the block-Cholesky factors of {int(uses_block.sum())} worlds need {int(2 * block_sizes.sum())} chunks "
+            "of 8 floats (their pools and the Hessians kept for the stiction model), more than int32 indexing allows: "
+            "lower block_cholesky_max_dofs (PCG above it)"
         )
 
     # --- FK branches: root-to-leaf joint paths ----------------------------------------------------
@@ -458,7 +459,8 @@ def _block_pool_chunks(dof_counts: np.ndarray) -> tuple[int, np.ndarray]:
     trees in decreasing ``n/P`` (swapping neighbours k, j changes it by ``n_j P_k − n_k P_j``), so that order
     bounds every pattern's. A tree's column takes a whole chunk: a world of 6-dof bodies needs about 0.7 of the
     n² floats of a dense factor, but one of 1-dof trees 4 times as many (the CPU keeps one world's pool; the GPUs
-    one per world, and they take CG above 64 dofs unless ``block_cholesky_max_dofs`` says otherwise)."""
+    one per world, and they take CG above 64 dofs unless ``block_cholesky_max_dofs`` says otherwise). With stiction
+    prediction the solver allocates as much again, for each world's H kept beside its factor."""
     chunks = (dof_counts.astype(np.int64) + 7) // 8
     start = np.cumsum(chunks) - chunks
     order = np.argsort(-dof_counts / np.maximum(chunks, 1), kind="stable")

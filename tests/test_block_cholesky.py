@@ -62,6 +62,41 @@ def pinned_arms_on_ground():
     return model
 
 
+def folded_snake_with_balls(worlds=2, links=5):
+    """Per world: a floating snake of ``links`` boxes on vertical hinges (one tree of 6 + 4 dofs: two chunks per
+    row), folded so that its links touch, sliding and curling on the ground while two balls drop onto it: contacts
+    within the snake's tree, between it and the balls, and stiction predictions on dofs past the first chunk."""
+    single = newton.ModelBuilder()
+    cfg = newton.ModelBuilder.ShapeConfig(mu=0.6)
+    half, gap = 0.06, 0.005
+    joints, parent = [], None
+    for _ in range(links):
+        link = single.add_link()
+        single.add_shape_box(link, hx=half, hy=0.03, hz=0.03, cfg=cfg)
+        if parent is None:
+            joints.append(single.add_joint_free(link, parent_xform=wp.transform((0.0, 0.0, 0.06), wp.quat_identity())))
+        else:
+            joints.append(single.add_joint_revolute(
+                parent, link, axis=(0.0, 0.0, 1.0), parent_xform=wp.transform((half + gap, 0, 0), wp.quat_identity()),
+                child_xform=wp.transform((-half - gap, 0, 0), wp.quat_identity()),
+            ))  # fmt: skip
+        parent = link
+    single.add_articulation(joints)
+    for x, y in ((0.0, 0.05), (0.08, 0.1)):
+        ball = single.add_body(xform=wp.transform((x, y, 0.2), wp.quat_identity()))
+        single.add_shape_sphere(ball, radius=0.04, cfg=cfg)
+    b = newton.ModelBuilder()
+    b.replicate(single, worlds)
+    b.add_ground_plane(cfg=cfg)
+    model = b.finalize()
+    q = model.joint_q.numpy().reshape(worlds, -1)
+    q[:, 7 : 7 + links - 1] = 1.25  # each hinge folded by 1.25 rad: the snake curls onto itself
+    model.joint_q.assign(q.ravel())
+    return model
+
+
+SNAKE_QD = [0.8, 0.0, 0.0, 0.0, 0.0, 3.0, 4.0, -3.0, 5.0, -2.0] + [0.0] * 12  # sliding and spinning, hinges whipping
+
 SCENES = {
     "box stack": (lambda: box_on_ground(boxes=5, mu=0.5), [0.3, 0, 0, 0, 0, 0.5] * 5),
     "worlds of different kinds": (  # pools of different sizes, one after another in one pool on the CPU
@@ -71,6 +106,7 @@ SCENES = {
     "sphere bin": (lambda: sphere_bin(10), None),
     "hinged board": (hinged_board_with_objects, None),
     "pinned arms": (pinned_arms_on_ground, [0.0, 0.5, 0.0, 0.2, 0.0, 0.0, 1.0, -1.0]),
+    "folded snake": (folded_snake_with_balls, SNAKE_QD * 2),
 }
 
 
