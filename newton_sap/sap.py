@@ -1414,7 +1414,11 @@ class SapSolver:
         """Flag the rows that the direction ``Δv`` takes through stiction (``predict_stiction``) and, in their
         worlds, solve for the stiction model's direction; the block-Cholesky worlds did both in their Newton
         solve's launch (``world_block_cholesky``)."""
-        dev = self.device
+        self._outside_block_cholesky(self._predict_stiction_rows)
+        wp.capture_if(self.any_predicted, self._stiction_model_direction, A_rows=A_rows, tree_blocks=tree_blocks)
+
+    def _predict_stiction_rows(self) -> None:
+        """``predict_stiction`` over the used rows (those of block-Cholesky worlds are skipped there)."""
         wp.launch(
             predict_stiction,
             dim=self.slot_threads,
@@ -1423,9 +1427,8 @@ class SapSolver:
                     self.c_vc, self.c_gamma, self.c_G, self.c_vhat, self.c_R, self.c_param, self.c_nnz, self.c_dof,
                     self.c_J, self.dv],
             outputs=[self.c_G_model, self.grad_model, self.world_predicted, self.any_predicted],
-            device=dev,
+            device=self.device,
         )  # fmt: skip
-        wp.capture_if(self.any_predicted, self._stiction_model_direction, A_rows=A_rows, tree_blocks=tree_blocks)
 
     def _stiction_model_direction(self, A_rows, tree_blocks) -> None:
         """In the worlds with predicted stiction: ``Δṽ = −H̃⁻¹ ∇ℓ_model`` from the stiction model
@@ -1474,10 +1477,7 @@ class SapSolver:
             wp.copy(self.P, tree_blocks)
             wp.launch(precond_diag_init, dim=ndof, inputs=[T.dof_row_start, A_rows], outputs=[self.pdiag],
                       device=dev)  # fmt: skip
-        if self.uses_dense_worlds or self.uses_pcg:
-            self._hessian_assembly(active, G)
-        elif self.tree_ldlt:  # otherwise only the worlds that take the tree LDLᵀ have rows to assemble
-            wp.capture_if(self.any_tree_local, self._hessian_assembly, active=active, G=G)
+        self._outside_block_cholesky(self._hessian_assembly, active=active, G=G)
         for n, view in self.H_views.items():
             wp.launch_tiled(
                 newton_direction_kernel(n),
@@ -1512,6 +1512,15 @@ class SapSolver:
             )  # fmt: skip
         if self.uses_pcg:
             self._conjugate_gradients(A_rows, active, G, grad, dv, loosest_tolerance, forcing)
+
+    def _outside_block_cholesky(self, work, **kwargs) -> None:
+        """``work(**kwargs)``, a pass over the rows for the worlds that the block Cholesky does not solve (it
+        assembles H and predicts stiction itself): always where some world is dense or PCG, else only in the steps
+        where some world takes the tree LDLᵀ (``any_tree_local``), else never."""
+        if self.uses_dense_worlds or self.uses_pcg:
+            work(**kwargs)
+        elif self.tree_ldlt:
+            wp.capture_if(self.any_tree_local, work, **kwargs)
 
     def _block_pool_half(self) -> int:
         """Chunks of the block Cholesky's factor pool: one world's on the CPU (``block_shared_pool``), every world's
