@@ -79,6 +79,7 @@ from .jacobian import body_chain_twists, row_product, second_walk
 from .joint_constraints import SLOTS_PER_DOF, joint_constraint_rows
 from .line_search import NO_DESCENT, NO_DESCENT_RELATIVE_RESIDUAL, line_dots, line_rows, line_search
 from .loop_constraints import loop_rows
+from .observables import contact_forces
 from .pcg import CG_LOOSEST_TOLERANCE, CG_MODEL_LOOSEST_TOLERANCE, precond_diag_init, tree_factor_kernel, world_pcg
 from .pcg_parallel import ParallelConjugateGradients
 from .scan import chunk_sums_size, exclusive_scan
@@ -716,34 +717,6 @@ def newton_direction_kernel(n: int):
         wp.tile_store(dv_out, -dv, offset=start)
 
     return newton_direction
-
-
-@wp.kernel
-def contact_forces(
-    # inputs
-    slots_per_thread: int,
-    capacity: int,
-    dt: float,
-    contact_count: wp.array(dtype=wp.int32),
-    contact_slot: wp.array(dtype=wp.int32),
-    c_frame: wp.array(dtype=wp.mat33),
-    c_gamma: wp.array(dtype=wp.vec3),
-    # outputs
-    force_out: wp.array(dtype=wp.vec3),
-):
-    """Newton's ``rigid_contact_force`` [N] of the buffer's first ``capacity`` entries: ``R_WC γ / Δt`` on shape 1
-    (opposite on shape 0) from the slot of each of its ``rigid_contact_count`` contacts, zero for a contact without
-    one and for the entries after the count (``contact_slot`` is not read there: it holds an earlier step's slots).
-    A thread takes a run of entries."""
-    begin, end = thread_slots(wp.tid(), slots_per_thread, capacity)
-    count = wp.min(capacity, contact_count[0])
-    for i in range(begin, end):
-        f = wp.vec3(0.0)
-        if i < count:
-            c = contact_slot[i]
-            if c >= 0:
-                f = c_frame[c] * c_gamma[c] / dt
-        force_out[i] = f
 
 
 @wp.kernel
@@ -1575,24 +1548,24 @@ class SapSolver:
             device=dev,
         )  # fmt: skip
 
-    def write_contact_forces(self, contacts, dt: float) -> None:
-        """Per-contact forces into ``contacts.rigid_contact_force`` when that buffer exists."""
+    def write_contact_forces(self, model, contacts, body_q, dt: float, wrench=None) -> None:
+        """The step's per-contact forces into ``contacts.rigid_contact_force`` and, given ``wrench`` (a
+        contact-indexed ``spatial_vector`` array), the wrenches on body 0 into its rigid rows; ``body_q``: the
+        step's start poses. Conventions and units: ``observables.py``."""
         force = getattr(contacts, "rigid_contact_force", None) if contacts is not None else None
-        if force is None or self.contact_slots <= 0:
+        if force is None and wrench is None:
             return
-        capacity = min(self.contact_slots, force.shape[0])
+        if self.contact_slots <= 0:  # no contact rows (a model without dofs): no contact acts
+            for array in (force, wrench):
+                if array is not None:
+                    array.zero_()
+            return
         wp.launch(
             contact_forces,
-            dim=-(-capacity // self.slots_per_thread),
-            inputs=[
-                self.slots_per_thread,
-                capacity,
-                dt,
-                contacts.rigid_contact_count,
-                self.contact_slot,
-                self.c_frame,
-                self.c_gamma,
-            ],
-            outputs=[force],
+            dim=-(-self.contact_slots // self.slots_per_thread),
+            inputs=[model.shape_body, model.body_com, self.slots_per_thread, self.contact_slots, dt,
+                    contacts.rigid_contact_count, contacts.rigid_contact_shape0, self.contact_slot, body_q,
+                    self.c_frame, self.c_gamma, self.c_point],
+            outputs=[force, wrench],
             device=self.device,
-        )
+        )  # fmt: skip

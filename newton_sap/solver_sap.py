@@ -24,6 +24,7 @@ import warp as wp
 from . import dynamics, factorization, integration, kinematics
 from .constraints.dispatch import slots_per_thread
 from .joint_constraints import NO_LIMIT, mimic_tables
+from .observables import mean_accelerations, public_body_velocities, zero_soft_rows
 from .options import SapOptions
 from .sap import SapSolver
 from .snapshot import SapSnapshot, take_snapshot
@@ -91,6 +92,10 @@ class SolverSAP(newton.solvers.SolverBase):
         model: The Newton model to simulate.
         **options: Keyword options, see :class:`~newton_sap.options.SapOptions` (units and defaults).
     """
+
+    SUPPORTED_OBSERVABLES = frozenset(
+        {newton.solvers.SolverBase.ObservableKind.CONTACT_F, newton.solvers.SolverBase.ObservableKind.BODY_QDD}
+    )
 
     def __init__(self, model: newton.Model, **options):
         super().__init__(model)
@@ -169,8 +174,10 @@ class SolverSAP(newton.solvers.SolverBase):
         ``Control`` leaves None (e.g. one with only ``joint_f`` set) is taken from the model too.
         ``contacts``: Newton's ``Contacts`` from ``CollisionPipeline.collide(state_in, contacts)``, or
         None. Per-contact forces are written to ``contacts.rigid_contact_force`` [N] (on shape 1).
-        ``observables``: accepted for Newton's ``SolverBase.step`` signature and validated, but this solver
-        fills no observables (``supported_observables`` is empty); use ``stats`` and the contact forces.
+        ``observables``: a container from :meth:`observables` (Newton's solver observables), filled with what it
+        requests: ``CONTACT_F``, the wrench on body 0 of each contact [N, N·m], also written to the deprecated
+        ``contacts.force`` when that is allocated; ``BODY_QDD``, each body's mean acceleration over the step
+        [m/s², rad/s²]. Conventions: ``newton_sap/observables.py``.
         The state, control and contact arrays must belong to this solver's model: their sizes are checked
         (``ValueError``), and contacts with shape indices outside the model are skipped.
 
@@ -201,17 +208,38 @@ class SolverSAP(newton.solvers.SolverBase):
                                         self._dof_S_tree, self._A_inv_diag, self._v0, self._tau, dt)  # fmt: skip
             v = self._sap.solve(self._rows, self._dense, self._v0, self._v_star, self._tau, dt,
                                 functools.partial(self._free_motion, dt))  # fmt: skip
-            self._sap.write_contact_forces(contacts, dt)
+            self._write_contact_forces(contacts, dt, observables)
         else:
             self._free_motion(dt)
             v = self._v_star
         self._flag_failed_worlds(v)
+        body_qdd = _requested(observables, self.ObservableKind.BODY_QDD)
+        if body_qdd is not None:  # the start's body_qd, before _integrate moves the kinematic buffers on
+            wp.launch(public_body_velocities, dim=self.model.body_count,
+                      inputs=[self.model.body_com, self._body_q, self._body_twist], outputs=[body_qdd],
+                      device=self.model.device)  # fmt: skip
         self._integrate(state_in, state_out, dt, v)
+        if body_qdd is not None:
+            wp.launch(mean_accelerations, dim=self.model.body_count, inputs=[dt, state_out.body_qd],
+                      outputs=[body_qdd], device=self.model.device)  # fmt: skip
         if self.options.raise_on_nonconvergence:
             stats = self.stats
             if not stats.converged.all():
                 bad = np.nonzero(~stats.converged)[0]
                 raise RuntimeError(f"SAP did not converge in worlds {bad.tolist()} (residuals {stats.residual[bad]})")
+
+    def _write_contact_forces(self, contacts, dt: float, observables) -> None:
+        """``contacts.rigid_contact_force``, and the contact wrenches where requested (``CONTACT_F``) or
+        allocated (the deprecated ``contacts.force``); see ``observables.py``."""
+        contact_f = _requested(observables, self.ObservableKind.CONTACT_F)
+        legacy = getattr(contacts, "force", None) if contacts is not None else None
+        wrench = contact_f if contact_f is not None else legacy
+        self._sap.write_contact_forces(self.model, contacts, self._body_q, dt, wrench)
+        if wrench is None:
+            return
+        zero_soft_rows(wrench, contacts.rigid_contact_max)
+        if legacy is not None and legacy.ptr != wrench.ptr:
+            wp.copy(legacy, wrench, count=legacy.shape[0])
 
     def _count_dropped_contacts(self, contacts, warn_stacklevel: int | None) -> None:
         """Newton's pipeline stores at most ``rigid_contact_max`` contacts; ``rigid_contact_count`` may count
@@ -465,6 +493,13 @@ class SolverSAP(newton.solvers.SolverBase):
         dt = self._check_dt(dt)
         self._check_state(state, "state", ("joint_q", "joint_qd", "body_f"))
         return take_snapshot(self, state, self._control(control), dt, contacts)
+
+
+def _requested(observables, kind: str):
+    """The array of observable ``kind`` (its field's name) in ``observables`` if it requests it, else None."""
+    if observables is None or not observables.is_requested(kind):
+        return None
+    return getattr(observables, kind)
 
 
 def _validate_joint_drives_and_limits(model: newton.Model, topo, options: SapOptions) -> bool:

@@ -45,7 +45,7 @@ def test_step_has_newtons_signature():
 def test_step_accepts_its_own_observables_and_refuses_others():
     model = box_on_ground()
     solver, other = newton_sap.SolverSAP(model), newton_sap.SolverSAP(model)
-    observables = solver.observables([])  # SolverSAP fills none: only the empty container exists
+    observables = solver.observables([])  # an empty request: nothing to fill, still checked for its owner
     solver.step(model.state(), model.state(), None, None, DT, observables=observables)
     with pytest.raises(ValueError, match="allocated them"):
         other.step(model.state(), model.state(), None, None, DT, observables=observables)

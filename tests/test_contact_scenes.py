@@ -31,6 +31,17 @@ def test_sliding_box_stops_at_the_coulomb_distance():
     assert np.all(run.converged)
 
 
+def test_sliding_box_leaves_the_ground_at_mu_times_its_slip():
+    """SAP's artefact (README, known artefacts): its cone couples the normal to the slip, so a box slid at
+    2 m/s with μ = 0.5 leaves the ground at ``v_n ≈ μ |v_t|`` (|v_t| its slip at the step's end), not at rest.
+    The KKT conditions of the R-norm projection give ``v_n = v̂_n − R_n γ_n + μ (|v_t| − μ R_t |γ_t|)``:
+    μ |v_t| minus a few percent."""
+    run = Run(box_on_ground(mu=0.5), qd0=[2.0, 0, 0, 0, 0, 0])
+    run.step(0.01)
+    slip, lift = run.qd[0], run.qd[2]
+    assert 0.93 * 0.5 * slip < lift <= 0.5 * slip
+
+
 def test_box_sticks_on_a_20_degree_incline_with_mu_half():
     """tan 20° = 0.36 < μ = 0.5: the box sticks; regularized friction creeps by less than 10 σ Δt g."""
     dt = 0.01

@@ -1,0 +1,204 @@
+"""Newton's solver observables from ``SolverSAP``: ``CONTACT_F`` (each contact's wrench on body 0) and
+``BODY_QDD`` (each body's mean acceleration over the step), checked against statics, free fall, Newton's own
+forward kinematics and Newton's contact sensor."""
+
+import newton
+import numpy as np
+import pytest
+import warp as wp
+from newton.sensors import SensorContact
+
+import newton_sap
+
+from contact_scenes import G, sphere_on_ground
+
+DT = 0.01
+HALF, MASS = 0.1, 1.0
+CENTER = (0.7, -0.4)  # the stack stands away from the world origin: a moment about the wrong point shows
+KINDS = newton.solvers.SolverBase.ObservableKind
+
+
+def stack(lift=0.0, boxes=2):
+    """``boxes`` 1 kg cubes stacked on a ground plane at ``CENTER``, ``lift`` [m] above it."""
+    b = newton.ModelBuilder()
+    b.add_ground_plane()
+    density = MASS / (8.0 * HALF**3)
+    for k in range(boxes):
+        xform = wp.transform((*CENTER, lift + HALF * (2 * k + 1)), wp.quat_identity())
+        body = b.add_body(xform=xform, label=f"box{k}")
+        b.add_shape_box(body, hx=HALF, hy=HALF, hz=HALF, cfg=newton.ModelBuilder.ShapeConfig(density=density))
+    return b.finalize()
+
+
+class Stepping:
+    """``SolverSAP`` and Newton's collision pipeline with an observables container of ``kinds``."""
+
+    def __init__(self, model, kinds):
+        self.model = model
+        self.solver = newton_sap.SolverSAP(model)
+        self.pipeline = newton.CollisionPipeline(model)
+        self.contacts = self.pipeline.contacts()
+        self.observables = self.solver.observables(kinds, contacts=self.contacts)
+        self.s0, self.s1 = model.state(), model.state()
+        newton.eval_fk(model, model.joint_q, model.joint_qd, self.s0)
+
+    def step(self, steps=1):
+        for _ in range(steps):
+            self.pipeline.collide(self.s0, self.contacts)
+            self.start_com = self.com(self.s0)
+            self.solver.step(self.s0, self.s1, None, self.contacts, DT, observables=self.observables)
+            self.s0, self.s1 = self.s1, self.s0
+
+    def com(self, state):
+        """World COM of each body of ``state`` [m], shape (bodies, 3)."""
+        q = state.body_q.numpy()
+        com = self.model.body_com.numpy()
+        return np.array(
+            [wp.transform_point(wp.transform(*np.split(x, [3])), wp.vec3(c)) for x, c in zip(q, com, strict=True)]
+        )
+
+
+def wrench_on_bodies(run):
+    """Sum of the step's contact wrenches on each body, about its COM at the step's start: ``(forces,
+    torques)`` [N, N·m], each shape (bodies, 3), from ``contact_f`` read as Newton documents it (on body 0,
+    about body 0's COM or, for a static shape 0, the world origin)."""
+    count = int(run.contacts.rigid_contact_count.numpy()[0])
+    wrench = run.observables.contact_f.numpy()[:count]
+    shape_body = run.model.shape_body.numpy()
+    body0 = shape_body[run.contacts.rigid_contact_shape0.numpy()[:count]]
+    body1 = shape_body[run.contacts.rigid_contact_shape1.numpy()[:count]]
+    com = run.start_com
+    forces, torques = np.zeros_like(com), np.zeros_like(com)
+    for f0, t0, b0, b1 in zip(wrench[:, :3], wrench[:, 3:], body0, body1, strict=True):
+        o0 = com[b0] if b0 >= 0 else np.zeros(3)
+        if b0 >= 0:
+            forces[b0] += f0
+            torques[b0] += t0
+        if b1 >= 0:  # on body 1: −f0 at the contact point p, where p × f0 = t0 + o0 × f0
+            forces[b1] -= f0
+            torques[b1] += -t0 + np.cross(com[b1] - o0, f0)
+    return forces, torques
+
+
+def test_contact_wrenches_hold_each_box_of_a_resting_stack():
+    """A two-box stack at rest away from the origin: on each box the contact forces sum to its weight and their
+    moments about its COM to zero, with the ground as a static body 0 (moments about the origin) and the lower
+    box as body 0 of the contacts between the boxes. The linear part is minus ``rigid_contact_force`` (on
+    shape 1); the rows past the count and the soft rows are zero."""
+    run = Stepping(stack(), {KINDS.CONTACT_F})
+    run.step(30)
+    forces, torques = wrench_on_bodies(run)
+    np.testing.assert_allclose(forces, [[0.0, 0.0, MASS * G]] * 2, atol=2e-2 * MASS * G)
+    np.testing.assert_allclose(torques, 0.0, atol=1e-3 * MASS * G * HALF)
+    count = int(run.contacts.rigid_contact_count.numpy()[0])
+    wrench = run.observables.contact_f.numpy()
+    np.testing.assert_array_equal(wrench[:count, :3], -run.contacts.rigid_contact_force.numpy()[:count])
+    assert count > 8 and not wrench[count:].any()
+
+
+def test_contact_wrenches_are_the_momentum_change_of_a_sliding_sphere():
+    """A sphere (r = 0.1 m, 1 kg, μ = 0.5) set sliding at 2 m/s without spin: the contact force on it slides on
+    the cone, ``f_x = −μ f_z``, and, acting at its lowest point, its moment about the COM is ``(0, −r f_x, 0)``,
+    which spins it up towards rolling (a moment about a wrong point, or of the wrong sign, misses it). Both are
+    the step's momentum change, read from ``BODY_QDD``: ``m a = f + m g`` and ``I α = τ`` (a sphere: no
+    gyroscopic term). (The normal force is not the weight here: SAP's cone couples the normal to the slip, see
+    the README's known artefacts.)"""
+    radius, mu = 0.1, 0.5
+    run = Stepping(sphere_on_ground(radius=radius, mass=MASS, height=radius, mu=mu), {KINDS.CONTACT_F, KINDS.BODY_QDD})
+    run.step(5)  # resting on the ground
+    run.s0.joint_qd.assign(np.array([2.0, 0, 0, 0, 0, 0], np.float32))
+    run.step()
+    forces, torques = wrench_on_bodies(run)
+    f = forces[0]
+    assert f[2] > MASS * G and abs(f[1]) < 1e-6 * f[2]
+    np.testing.assert_allclose(f[0], -mu * f[2], rtol=1e-4)
+    np.testing.assert_allclose(torques[0], [0.0, -radius * f[0], 0.0], rtol=2e-3, atol=1e-6 * radius * f[2])
+    qdd = run.observables.body_qdd.numpy()[0]
+    inertia = run.model.body_inertia.numpy()[0]
+    np.testing.assert_allclose(MASS * qdd[:3], f + [0.0, 0.0, -MASS * G], rtol=1e-3, atol=1e-3 * f[2])
+    np.testing.assert_allclose(inertia @ qdd[3:], torques[0], rtol=1e-3, atol=1e-3 * radius * f[2])
+
+
+def test_newtons_contact_sensor_reads_the_observable_and_the_legacy_buffer():
+    """Newton's ``SensorContact`` on each box of a resting stack: the total force on each is its weight, read
+    from ``CONTACT_F`` and from the deprecated ``contacts.force`` (allocated because the sensor requests it),
+    which the step fills with the same wrenches."""
+    model = stack()
+    with pytest.warns(DeprecationWarning, match="request_contact_attributes"):  # the legacy buffer, on purpose
+        sensor = SensorContact(model, sensing_bodies=["box0", "box1"], request_contact_attributes=True)
+    run = Stepping(model, sensor.solver_observable_kinds)
+    assert run.contacts.force is not None
+    run.step(30)
+    expected = [[0.0, 0.0, MASS * G]] * 2
+    sensor.update(run.s0, run.contacts, observables=run.observables)
+    np.testing.assert_allclose(sensor.total_force.numpy(), expected, atol=2e-2 * MASS * G)
+    legacy = run.contacts.force.numpy()
+    np.testing.assert_array_equal(legacy, run.observables.contact_f.numpy()[: legacy.shape[0]])
+    sensor.update(run.s0, run.contacts)
+    np.testing.assert_allclose(sensor.total_force.numpy(), expected, atol=2e-2 * MASS * G)
+
+
+def test_body_accelerations_in_free_fall_and_at_rest():
+    """``BODY_QDD``: ``(0, 0, −g, 0, 0, 0)`` for a stack falling from 1 m (no contact acts), zero at rest."""
+    run = Stepping(stack(lift=1.0), {KINDS.BODY_QDD})
+    run.step(3)
+    np.testing.assert_allclose(run.observables.body_qdd.numpy(), [[0, 0, -G, 0, 0, 0]] * 2, atol=1e-3)
+    run = Stepping(stack(), {KINDS.BODY_QDD})
+    run.step(30)
+    np.testing.assert_allclose(run.observables.body_qdd.numpy(), 0.0, atol=2e-2)
+
+
+@pytest.mark.parametrize("stale_body_qd", [False, True])
+def test_body_accelerations_are_the_mean_over_the_step(stale_body_qd):
+    """A swinging three-link chain (COMs off the hinge axes) without contacts: ``BODY_QDD`` is
+    ``(body_qd_out − body_qd_in) / Δt``, ``body_qd_in`` from Newton's ``eval_fk`` at the input's joint
+    coordinates, both when the step recomputes its kinematics and when it reuses the last output's; with
+    ``stale_body_qd`` the input's ``body_qd`` is left from before its ``joint_qd`` changed (the step does not
+    read it)."""
+    b = newton.ModelBuilder()
+    inertia = wp.mat33(1e-2, 0, 0, 0, 2e-2, 0, 0, 0, 3e-2)
+    parent, joints = -1, []
+    for k in range(3):
+        link = b.add_link(mass=1.0, com=wp.vec3(0.2, 0.05, 0.0), inertia=inertia)
+        xform = wp.transform((0.4 if k else 0.0, 0.0, 0.0), wp.quat_identity())
+        joints.append(b.add_joint_revolute(parent, link, parent_xform=xform, axis=(0.0, 1.0, 0.3 * k)))
+        parent = link
+    b.add_articulation(joints)
+    model = b.finalize()
+    solver = newton_sap.SolverSAP(model)
+    observables = solver.observables({KINDS.BODY_QDD})
+    s0, s1, reference = model.state(), model.state(), model.state()
+    s0.joint_qd.assign(np.array([1.0, -2.0, 3.0], np.float32))
+    if not stale_body_qd:
+        newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)
+    for _ in range(2):  # the first step computes its kinematics, the second reuses those of its input
+        newton.eval_fk(model, s0.joint_q, s0.joint_qd, reference)
+        solver.step(s0, s1, None, None, DT, observables=observables)
+        expected = (s1.body_qd.numpy() - reference.body_qd.numpy()) / DT
+        assert np.abs(expected).max() > 5.0  # gravity and the links' coupling accelerate every body
+        np.testing.assert_allclose(observables.body_qdd.numpy(), expected, rtol=1e-4, atol=1e-2)
+        s0, s1 = s1, s0
+
+
+def test_observables_replay_from_a_graph():
+    """Two steps with both observables captured in a graph (collision included) and replayed give exactly the
+    wrenches and accelerations of the same steps launched, for a sliding and spinning two-box stack."""
+
+    def two_steps(run):
+        for a, b in ((run.s0, run.s1), (run.s1, run.s0)):
+            run.pipeline.collide(a, run.contacts)
+            run.solver.step(a, b, None, run.contacts, DT, observables=run.observables)
+
+    launched, captured = (Stepping(stack(), {KINDS.CONTACT_F, KINDS.BODY_QDD}) for _ in range(2))
+    for run in (launched, captured):
+        run.s0.joint_qd.assign(np.array([0.3, 0.0, 0.0, 0.0, 0.0, 0.5] * 2, np.float32))
+        two_steps(run)  # launched first: the first step sizes the solver's buffers
+    with wp.ScopedCapture(device=captured.model.device) as capture:
+        two_steps(captured)
+    for _ in range(3):
+        two_steps(launched)
+        wp.capture_launch(capture.graph)
+        for name in ("contact_f", "body_qdd"):
+            replayed, stepped = (getattr(run.observables, name).numpy() for run in (captured, launched))
+            assert np.abs(stepped).max() > 1.0
+            np.testing.assert_array_equal(replayed, stepped, err_msg=name)
