@@ -179,7 +179,9 @@ class SolverSAP(newton.solvers.SolverBase):
         ``contacts.force`` when that is allocated; ``BODY_QDD``, each body's mean acceleration over the step
         [m/s², rad/s²]. Conventions: ``newton_sap/observables.py``.
         The state, control and contact arrays must belong to this solver's model: their sizes are checked
-        (``ValueError``), and contacts with shape indices outside the model are skipped.
+        (``ValueError``), and contacts with shape indices outside the model are skipped. Contacts from a pipeline
+        with Newton's experimental body-pair reduction are refused (``ValueError``), as Newton asks of the solvers
+        not validated with them.
 
         The step reads ``state_in.joint_q`` and ``joint_qd`` (not ``body_q``, ``body_qd``). When they equal the
         last output state's, the kinematics computed for that output are reused; after changing model
@@ -193,6 +195,7 @@ class SolverSAP(newton.solvers.SolverBase):
         (``stats.contact_buffer_full`` still reports it), and ``raise_on_nonconvergence`` is refused."""
         dt = self._check_dt(dt)
         self.validate_observables(observables, contacts)
+        self._require_unreduced_contacts(contacts)  # Newton's body-pair reduction: not validated with SAP
         capturing = self.model.device.is_capturing
         if capturing and self.options.raise_on_nonconvergence:
             raise RuntimeError("raise_on_nonconvergence reads the results after every step; it cannot be captured")
@@ -492,6 +495,7 @@ class SolverSAP(newton.solvers.SolverBase):
         until the next step."""
         dt = self._check_dt(dt)
         self._check_state(state, "state", ("joint_q", "joint_qd", "body_f"))
+        self._require_unreduced_contacts(contacts)
         return take_snapshot(self, state, self._control(control), dt, contacts)
 
 

@@ -118,6 +118,22 @@ def test_contacts_with_shapes_outside_the_model_are_skipped():
     assert np.allclose(results[0], results[1], atol=1e-7)
 
 
+def test_body_pair_reduced_contacts_are_refused():
+    """Newton's body-pair contact reduction keeps representatives whose separation convention a solver must be
+    validated for; SolverSAP is not, and says so (Newton's check, as its own solvers do)."""
+    model = box_on_ground()
+    reduction = newton.CollisionPipeline.BodyPairReductionConfig()
+    pipeline = newton.CollisionPipeline(model, body_pair_reduction=reduction)
+    contacts = pipeline.contacts()
+    state = model.state()
+    pipeline.collide(state, contacts)
+    solver = newton_sap.SolverSAP(model)
+    with pytest.raises(ValueError, match="body-pair-reduced"):
+        solver.step(state, model.state(), None, contacts, DT)
+    with pytest.raises(ValueError, match="body-pair-reduced"):
+        solver.snapshot(state, dt=DT, contacts=contacts)
+
+
 def test_dropped_contacts_are_counted_and_named():
     """Newton's pipeline counts contacts beyond the buffer on some of its paths: that excess is the
     reported lower bound of the contacts dropped."""
