@@ -43,6 +43,14 @@ def tree_reference_points(
     tree_ref_out[t] = r
 
 
+@wp.func
+def body_inertia_about(mass: float, com_local: wp.vec3, inertia_local: wp.mat33, X: wp.transform, r: wp.vec3):
+    """Spatial inertia (``Inertia10``) about the point r [m] of a body of ``mass`` [kg] at pose ``X``, its COM
+    ``com_local`` [m] and rotational inertia ``inertia_local`` [kg·m²] about the COM given in the body frame."""
+    R = wp.quat_to_matrix(wp.transform_get_rotation(X))
+    return inertia10_about(mass, wp.transform_point(X, com_local) - r, R * inertia_local * wp.transpose(R))
+
+
 @wp.kernel
 def body_inertia_and_bias(
     # model
@@ -85,9 +93,8 @@ def body_inertia_and_bias(
     r = tree_ref_in[body_tree[b]]
     X = body_q_in[b]
     p = wp.transform_get_translation(X)
-    R = wp.quat_to_matrix(wp.transform_get_rotation(X))
     c = wp.transform_point(X, body_com[b])
-    I10 = inertia10_about(body_mass[b], c - r, R * body_inertia[b] * wp.transpose(R))
+    I10 = body_inertia_about(body_mass[b], body_com[b], body_inertia[b], X, r)
     V = twist_shift(body_twist_in[b], r - p)
     A = twist_shift(body_bias_acc_in[b], r - p) - wp.spatial_vector(wp.vec3(0.0), gravity[body_world[b]])
     f = inertia10_apply(I10, A) + force_cross(V, inertia10_apply(I10, V))

@@ -123,6 +123,24 @@ def chain_rows(
     return e, v_c, wp.sqrt(wp.dot(W_diag, W_diag) + 2.0 * wp.dot(W_upper, W_upper))
 
 
+@wp.func
+def chain_twist(
+    b: int,
+    body_last_dof: wp.array(dtype=wp.int32),
+    dof_parent: wp.array(dtype=wp.int32),
+    dof_S_tree: wp.array(dtype=wp.spatial_vector),
+    v: wp.array(dtype=float),
+):
+    """``Σ_k S̄_k v_k`` over body b's dof chain (``S̄_k`` about its tree's point): its twist ``[ω; v̄]`` at the
+    dof velocities ``v`` (or its acceleration at dof accelerations); zero for a body without dofs."""
+    twist = wp.spatial_vector()
+    k = body_last_dof[b]
+    while k >= 0:
+        twist += dof_S_tree[k] * v[k]
+        k = dof_parent[k]
+    return twist
+
+
 @wp.kernel
 def body_chain_twists(
     # model
@@ -138,12 +156,7 @@ def body_chain_twists(
     its dof chain, with the linear part at its tree's point (``S̄_k`` about ``tree_ref``); zero for a body
     without dofs."""
     b = wp.tid()
-    twist = wp.spatial_vector()
-    k = body_last_dof[b]
-    while k >= 0:
-        twist += dof_S_tree[k] * v[k]
-        k = dof_parent[k]
-    body_twist_out[b] = twist
+    body_twist_out[b] = chain_twist(b, body_last_dof, dof_parent, dof_S_tree, v)
 
 
 @wp.func

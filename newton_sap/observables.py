@@ -1,4 +1,5 @@
-"""What a step reports besides the state: per-contact forces and body accelerations, in Newton's conventions.
+"""What a step reports besides the state: contact forces, body accelerations and joint reactions, in Newton's
+conventions.
 
 * ``contacts.rigid_contact_force`` [N], one ``vec3`` per contact: the force on shape 1, ``R_WC γ / Δt`` (the
   contact's impulse over the step, ``R_WC`` its frame, normal last, from shape 0 to shape 1).
@@ -12,8 +13,17 @@
   ``(body_qd_out − body_qd_in) / Δt`` with ``body_qd = [v_com; ω]`` in world axes, ``body_qd_in`` from the
   input state's ``joint_q`` and ``joint_qd`` (not its ``body_qd``, which the step does not read). An impact's
   velocity jump over Δt is part of it, as in Newton's other time steppers.
+* ``BODY_PARENT_F`` (``Observables.body_parent_f``) [N, N·m]: the wrench each body receives through its tree
+  joint, force and moment about its COM in world axes (Newton's and MuJoCo's ``cfrc_int`` convention): the
+  Newton–Euler balance of its subtree in the step's discrete dynamics, at the start's configuration and
+  velocities (where the step forms them) with the dof accelerations ``(v − v0) / Δt``,
+  ``Σ_subtree (I_k A_k + V_k ×* I_k V_k − f_gravity − f_external − f_contacts)``. It includes what the joint's
+  drives, limits, friction, damping and ``joint_f`` exert (they act inside the joint) and, where armature
+  is set, omits the rotor's share ``armature · q̈``. A FREE (or DISTANCE) joint transmits nothing: there it
+  is the residual of the body's balance, zero up to round-off and armature. Models with loop-closing joints
+  do not offer it (their loop wrenches act on bodies that the tree joints would otherwise be charged with).
 
-Every kernel writes every entry it owns (zero where no contact acts), so a buffer sum is a total.
+The contact-indexed arrays are written in full (zero where no contact acts), so a buffer sum is a total.
 """
 
 from __future__ import annotations
@@ -22,6 +32,9 @@ import warp as wp
 
 from .constraints.dispatch import thread_slots
 from .conventions import body_twist_to_public
+from .dynamics import body_inertia_about
+from .jacobian import chain_twist
+from .spatial import inertia10_apply
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
@@ -37,20 +50,26 @@ def contact_forces(
     dt: float,
     contact_count: wp.array(dtype=wp.int32),
     contact_shape0: wp.array(dtype=wp.int32),
+    contact_shape1: wp.array(dtype=wp.int32),
     contact_slot: wp.array(dtype=wp.int32),
     body_q: wp.array(dtype=wp.transform),
+    body_tree: wp.array(dtype=wp.int32),
+    tree_ref: wp.array(dtype=wp.vec3),
     c_frame: wp.array(dtype=wp.mat33),
     c_gamma: wp.array(dtype=wp.vec3),
     c_point: wp.array(dtype=wp.vec3),
-    # outputs (either may be None)
+    # outputs (any may be None; body_wrench is added to)
     force_out: wp.array(dtype=wp.vec3),
     wrench_out: wp.array(dtype=wp.spatial_vector),
+    body_wrench: wp.array(dtype=wp.spatial_vector),
 ):
     """Per entry of the buffer's first ``capacity``: ``force_out`` the force on shape 1, ``f1 = R_WC γ / Δt``;
     ``wrench_out`` the force on body 0 and its moment, ``[−f1; (p − c0) × (−f1)]`` with ``c0`` body 0's COM at
     the step's start ``body_q`` (the origin for a static shape 0). From the slot of each of the
     ``rigid_contact_count`` contacts; zero for a contact without one and for the entries after the count
-    (``contact_slot`` is not read there: it holds an earlier step's slots). A thread takes a run of entries."""
+    (``contact_slot`` is not read there: it holds an earlier step's slots). ``body_wrench`` [internal ``[n; f]``
+    about each body's tree point] loses each contact's wrench on each of its two bodies (the subtree balances
+    of ``BODY_PARENT_F``). A thread takes a run of entries."""
     begin, end = thread_slots(wp.tid(), slots_per_thread, capacity)
     count = wp.min(capacity, contact_count[0])
     for i in range(begin, end):
@@ -60,12 +79,19 @@ def contact_forces(
             c = contact_slot[i]
             if c >= 0:
                 f1 = c_frame[c] * c_gamma[c] / dt
+                p = c_point[c]
+                b0 = shape_body[contact_shape0[i]]
                 if wrench_out:
                     c0 = wp.vec3(0.0)
-                    b0 = shape_body[contact_shape0[i]]
                     if b0 >= 0:
                         c0 = wp.transform_point(body_q[b0], body_com[b0])
-                    wrench = wp.spatial_vector(-f1, wp.cross(c_point[c] - c0, -f1))
+                    wrench = wp.spatial_vector(-f1, wp.cross(p - c0, -f1))
+                if body_wrench:
+                    b1 = shape_body[contact_shape1[i]]
+                    if b0 >= 0:
+                        wp.atomic_add(body_wrench, b0, wp.spatial_vector(wp.cross(p - tree_ref[body_tree[b0]], f1), f1))
+                    if b1 >= 0:
+                        wp.atomic_sub(body_wrench, b1, wp.spatial_vector(wp.cross(p - tree_ref[body_tree[b1]], f1), f1))
         if force_out:
             force_out[i] = f1
         if wrench_out:
@@ -101,6 +127,76 @@ def mean_accelerations(
     ``body_qd_start``."""
     b = wp.tid()
     body_qdd[b] = (body_qd_end[b] - body_qdd[b]) / dt
+
+
+@wp.kernel
+def body_acceleration_wrenches(
+    # model
+    tree_bodies: wp.array(dtype=wp.int32),
+    body_tree: wp.array(dtype=wp.int32),
+    body_mass: wp.array(dtype=float),
+    body_com: wp.array(dtype=wp.vec3),
+    body_inertia: wp.array(dtype=wp.mat33),
+    body_last_dof: wp.array(dtype=wp.int32),
+    dof_parent: wp.array(dtype=wp.int32),
+    # inputs
+    dt: float,
+    body_q: wp.array(dtype=wp.transform),
+    tree_ref: wp.array(dtype=wp.vec3),
+    dof_S_tree: wp.array(dtype=wp.spatial_vector),
+    v0: wp.array(dtype=float),
+    v: wp.array(dtype=float),
+    # outputs
+    body_wrench_out: wp.array(dtype=wp.spatial_vector),
+):
+    """Per tree body b, ``I_b Σ_k S̄_k (v_k − v0_k) / Δt`` [N·m; N] about its tree's point: the momentum rate
+    of the dof accelerations along its chain (the start's bias acceleration is in the RNE composite forces)."""
+    b = tree_bodies[wp.tid()]
+    r = tree_ref[body_tree[b]]
+    I10 = body_inertia_about(body_mass[b], body_com[b], body_inertia[b], body_q[b], r)
+    acceleration = (chain_twist(b, body_last_dof, dof_parent, dof_S_tree, v)
+                    - chain_twist(b, body_last_dof, dof_parent, dof_S_tree, v0)) / dt  # fmt: skip
+    body_wrench_out[b] = inertia10_apply(I10, acceleration)
+
+
+@wp.kernel
+def add_to_parents(
+    # model
+    level_bodies: wp.array(dtype=wp.int32),
+    body_parent: wp.array(dtype=wp.int32),
+    # outputs (read and updated)
+    body_wrench: wp.array(dtype=wp.spatial_vector),
+):
+    """One depth level, leaves → root: ``W_parent += W_b`` (wrenches about the tree's point: plain sums)."""
+    b = level_bodies[wp.tid()]
+    wp.atomic_add(body_wrench, body_parent[b], body_wrench[b])
+
+
+@wp.kernel
+def parent_wrenches(
+    # model
+    body_tree: wp.array(dtype=wp.int32),
+    body_com: wp.array(dtype=wp.vec3),
+    # inputs
+    body_q: wp.array(dtype=wp.transform),
+    tree_ref: wp.array(dtype=wp.vec3),
+    composite_force: wp.array(dtype=wp.spatial_vector),
+    subtree_wrench: wp.array(dtype=wp.spatial_vector),
+    # outputs
+    body_parent_f_out: wp.array(dtype=wp.spatial_vector),
+):
+    """Per body, Newton's ``body_parent_f = [f; n_c]``: the subtree's RNE composite force plus its acceleration
+    and contact sums, ``[n_r; f]`` about the tree point r, moved to the COM c, ``n_c = n_r + (r − c) × f``;
+    zero for a body outside the trees."""
+    b = wp.tid()
+    t = body_tree[b]
+    out = wp.spatial_vector()
+    if t >= 0:
+        w = composite_force[b] + subtree_wrench[b]
+        f = wp.spatial_bottom(w)
+        c = wp.transform_point(body_q[b], body_com[b])
+        out = wp.spatial_vector(f, wp.spatial_top(w) + wp.cross(tree_ref[t] - c, f))
+    body_parent_f_out[b] = out
 
 
 def zero_soft_rows(wrench: wp.array, rigid_contact_max: int) -> None:

@@ -1548,12 +1548,13 @@ class SapSolver:
             device=dev,
         )  # fmt: skip
 
-    def write_contact_forces(self, model, contacts, body_q, dt: float, wrench=None) -> None:
+    def write_contact_forces(self, model, contacts, body_q, tree_ref, dt: float, wrench=None, body_wrench=None):
         """The step's per-contact forces into ``contacts.rigid_contact_force`` and, given ``wrench`` (a
-        contact-indexed ``spatial_vector`` array), the wrenches on body 0 into its rigid rows; ``body_q``: the
-        step's start poses. Conventions and units: ``observables.py``."""
+        contact-indexed ``spatial_vector`` array), the wrenches on body 0 into its rigid rows; given
+        ``body_wrench`` (per body), each contact's wrench on each of its bodies subtracted from it, about the
+        tree points ``tree_ref``. ``body_q``: the step's start poses. Conventions and units: ``observables.py``."""
         force = getattr(contacts, "rigid_contact_force", None) if contacts is not None else None
-        if force is None and wrench is None:
+        if force is None and wrench is None and body_wrench is None:
             return
         if self.contact_slots <= 0:  # no contact rows (a model without dofs): no contact acts
             for array in (force, wrench):
@@ -1564,8 +1565,8 @@ class SapSolver:
             contact_forces,
             dim=-(-self.contact_slots // self.slots_per_thread),
             inputs=[model.shape_body, model.body_com, self.slots_per_thread, self.contact_slots, dt,
-                    contacts.rigid_contact_count, contacts.rigid_contact_shape0, self.contact_slot, body_q,
-                    self.c_frame, self.c_gamma, self.c_point],
-            outputs=[force, wrench],
+                    contacts.rigid_contact_count, contacts.rigid_contact_shape0, contacts.rigid_contact_shape1,
+                    self.contact_slot, body_q, self.T.body_tree, tree_ref, self.c_frame, self.c_gamma, self.c_point],
+            outputs=[force, wrench, body_wrench],
             device=self.device,
         )  # fmt: skip

@@ -24,7 +24,14 @@ import warp as wp
 from . import dynamics, factorization, integration, kinematics
 from .constraints.dispatch import slots_per_thread
 from .joint_constraints import NO_LIMIT, mimic_tables
-from .observables import mean_accelerations, public_body_velocities, zero_soft_rows
+from .observables import (
+    add_to_parents,
+    body_acceleration_wrenches,
+    mean_accelerations,
+    parent_wrenches,
+    public_body_velocities,
+    zero_soft_rows,
+)
 from .options import SapOptions
 from .sap import SapSolver
 from .snapshot import SapSnapshot, take_snapshot
@@ -94,7 +101,11 @@ class SolverSAP(newton.solvers.SolverBase):
     """
 
     SUPPORTED_OBSERVABLES = frozenset(
-        {newton.solvers.SolverBase.ObservableKind.CONTACT_F, newton.solvers.SolverBase.ObservableKind.BODY_QDD}
+        {
+            newton.solvers.SolverBase.ObservableKind.CONTACT_F,
+            newton.solvers.SolverBase.ObservableKind.BODY_QDD,
+            newton.solvers.SolverBase.ObservableKind.BODY_PARENT_F,
+        }
     )
 
     def __init__(self, model: newton.Model, **options):
@@ -150,6 +161,7 @@ class SolverSAP(newton.solvers.SolverBase):
         self._zero_joint_f = zeros(max(model.joint_dof_count, 1))
         self._zero_body_f = zeros(nb, wp.spatial_vector)
         self._scratch_body_qd = zeros(nb, wp.spatial_vector)
+        self._subtree_wrench = zeros(nb, wp.spatial_vector)  # BODY_PARENT_F's sums (observables.py)
         self._default_control = model.control(clone_variables=False)
         self._sap = SapSolver(topo, self._topo, device, self.options)
         self._dense_blocks_used = int(not self._tree_ldlt or self._sap.uses_pcg)  # free motion, PCG
@@ -161,6 +173,14 @@ class SolverSAP(newton.solvers.SolverBase):
             _validate_joint_drives_and_limits(model, topo, o) or bool((leader >= 0).any()) or len(topo.loop_joints) > 0
         )
         self._sap_ran = False
+
+    @property
+    def supported_observables(self) -> frozenset[str]:
+        """``SUPPORTED_OBSERVABLES``, less ``BODY_PARENT_F`` for a model with loop-closing joints (their wrenches
+        act on bodies outside the tree joints' balance; see ``observables.py``)."""
+        if len(self.topology.loop_joints):
+            return self.SUPPORTED_OBSERVABLES - {self.ObservableKind.BODY_PARENT_F}
+        return self.SUPPORTED_OBSERVABLES
 
     def notify_model_changed(self, flags: int) -> None:
         """Rebuild every table and buffer from the model (topology, masses, axes may all have changed)."""
@@ -177,7 +197,8 @@ class SolverSAP(newton.solvers.SolverBase):
         ``observables``: a container from :meth:`observables` (Newton's solver observables), filled with what it
         requests: ``CONTACT_F``, the wrench on body 0 of each contact [N, N·m], also written to the deprecated
         ``contacts.force`` when that is allocated; ``BODY_QDD``, each body's mean acceleration over the step
-        [m/s², rad/s²]. Conventions: ``newton_sap/observables.py``.
+        [m/s², rad/s²]; ``BODY_PARENT_F``, the wrench each body receives through its tree joint [N, N·m].
+        Conventions: ``newton_sap/observables.py``.
         The state, control and contact arrays must belong to this solver's model: their sizes are checked
         (``ValueError``), and contacts with shape indices outside the model are skipped. Contacts from a pipeline
         with Newton's experimental body-pair reduction are refused (``ValueError``), as Newton asks of the solvers
@@ -211,10 +232,16 @@ class SolverSAP(newton.solvers.SolverBase):
                                         self._dof_S_tree, self._A_inv_diag, self._v0, self._tau, dt)  # fmt: skip
             v = self._sap.solve(self._rows, self._dense, self._v0, self._v_star, self._tau, dt,
                                 functools.partial(self._free_motion, dt))  # fmt: skip
-            self._write_contact_forces(contacts, dt, observables)
         else:
             self._free_motion(dt)
             v = self._v_star
+        body_parent_f = _requested(observables, self.ObservableKind.BODY_PARENT_F)
+        if body_parent_f is not None:
+            self._joint_wrench_accelerations(v, dt)
+        if self._sap_ran:
+            self._write_contact_forces(contacts, dt, observables, body_parent_f is not None)
+        if body_parent_f is not None:
+            self._joint_wrench_sums(body_parent_f)
         self._flag_failed_worlds(v)
         body_qdd = _requested(observables, self.ObservableKind.BODY_QDD)
         if body_qdd is not None:  # the start's body_qd, before _integrate moves the kinematic buffers on
@@ -231,18 +258,51 @@ class SolverSAP(newton.solvers.SolverBase):
                 bad = np.nonzero(~stats.converged)[0]
                 raise RuntimeError(f"SAP did not converge in worlds {bad.tolist()} (residuals {stats.residual[bad]})")
 
-    def _write_contact_forces(self, contacts, dt: float, observables) -> None:
+    def _write_contact_forces(self, contacts, dt: float, observables, parent_f: bool) -> None:
         """``contacts.rigid_contact_force``, and the contact wrenches where requested (``CONTACT_F``) or
-        allocated (the deprecated ``contacts.force``); see ``observables.py``."""
+        allocated (the deprecated ``contacts.force``); with ``parent_f``, the contacts' share of the
+        ``BODY_PARENT_F`` sums. See ``observables.py``."""
         contact_f = _requested(observables, self.ObservableKind.CONTACT_F)
         legacy = getattr(contacts, "force", None) if contacts is not None else None
         wrench = contact_f if contact_f is not None else legacy
-        self._sap.write_contact_forces(self.model, contacts, self._body_q, dt, wrench)
+        body_wrench = self._subtree_wrench if parent_f else None
+        self._sap.write_contact_forces(self.model, contacts, self._body_q, self._tree_ref, dt, wrench, body_wrench)
         if wrench is None:
             return
         zero_soft_rows(wrench, contacts.rigid_contact_max)
         if legacy is not None and legacy.ptr != wrench.ptr:
             wp.copy(legacy, wrench, count=legacy.shape[0])
+
+    def _joint_wrench_accelerations(self, v, dt: float) -> None:
+        """``BODY_PARENT_F``, first part: each tree body's momentum rate of the step's dof accelerations
+        into ``_subtree_wrench`` (the contacts' wrenches follow, ``_write_contact_forces``)."""
+        model, T = self.model, self._topo
+        if not len(self.topology.tree_bodies):
+            return
+        wp.launch(
+            body_acceleration_wrenches,
+            dim=len(self.topology.tree_bodies),
+            inputs=[T.tree_bodies, T.body_tree, model.body_mass, model.body_com, model.body_inertia,
+                    T.body_last_dof, T.dof_parent, dt, self._body_q, self._tree_ref, self._dof_S_tree, self._v0, v],
+            outputs=[self._subtree_wrench],
+            device=model.device,
+        )  # fmt: skip
+
+    def _joint_wrench_sums(self, body_parent_f) -> None:
+        """``BODY_PARENT_F``, last part: the per-body wrenches summed over subtrees (leaves → root), added to the
+        RNE composite forces and moved to each body's COM in Newton's layout."""
+        model, T = self.model, self._topo
+        for level in reversed(T.body_levels):
+            wp.launch(add_to_parents, dim=level.shape[0], inputs=[level, T.body_parent],
+                      outputs=[self._subtree_wrench], device=model.device)  # fmt: skip
+        wp.launch(
+            parent_wrenches,
+            dim=model.body_count,
+            inputs=[T.body_tree, model.body_com, self._body_q, self._tree_ref, self._composite_force,
+                    self._subtree_wrench],
+            outputs=[body_parent_f],
+            device=model.device,
+        )  # fmt: skip
 
     def _count_dropped_contacts(self, contacts, warn_stacklevel: int | None) -> None:
         """Newton's pipeline stores at most ``rigid_contact_max`` contacts; ``rigid_contact_count`` may count

@@ -1,6 +1,6 @@
-"""Newton's solver observables from ``SolverSAP``: ``CONTACT_F`` (each contact's wrench on body 0) and
-``BODY_QDD`` (each body's mean acceleration over the step), checked against statics, free fall, Newton's own
-forward kinematics and Newton's contact sensor."""
+"""Newton's solver observables from ``SolverSAP``: ``CONTACT_F`` (each contact's wrench on body 0), ``BODY_QDD``
+(each body's mean acceleration over the step) and ``BODY_PARENT_F`` (the wrench through each body's tree joint),
+checked against statics, free fall, Newton's own forward kinematics, Newton's contact sensor and MuJoCo."""
 
 import newton
 import numpy as np
@@ -27,6 +27,20 @@ def stack(lift=0.0, boxes=2):
         xform = wp.transform((*CENTER, lift + HALF * (2 * k + 1)), wp.quat_identity())
         body = b.add_body(xform=xform, label=f"box{k}")
         b.add_shape_box(body, hx=HALF, hy=HALF, hz=HALF, cfg=newton.ModelBuilder.ShapeConfig(density=density))
+    return b.finalize()
+
+
+def swinging_chain():
+    """Three links on hinges with skewed axes, COMs off the axes, asymmetric inertias (no damping, no armature)."""
+    b = newton.ModelBuilder()
+    inertia = wp.mat33(1e-2, 0, 0, 0, 2e-2, 0, 0, 0, 3e-2)
+    parent, joints = -1, []
+    for k in range(3):
+        link = b.add_link(mass=1.0, com=wp.vec3(0.2, 0.05, 0.0), inertia=inertia)
+        xform = wp.transform((0.4 if k else 0.0, 0.0, 0.0), wp.quat_identity())
+        joints.append(b.add_joint_revolute(parent, link, parent_xform=xform, axis=(0.0, 1.0, 0.3 * k)))
+        parent = link
+    b.add_articulation(joints)
     return b.finalize()
 
 
@@ -155,16 +169,7 @@ def test_body_accelerations_are_the_mean_over_the_step(stale_body_qd):
     coordinates, both when the step recomputes its kinematics and when it reuses the last output's; with
     ``stale_body_qd`` the input's ``body_qd`` is left from before its ``joint_qd`` changed (the step does not
     read it)."""
-    b = newton.ModelBuilder()
-    inertia = wp.mat33(1e-2, 0, 0, 0, 2e-2, 0, 0, 0, 3e-2)
-    parent, joints = -1, []
-    for k in range(3):
-        link = b.add_link(mass=1.0, com=wp.vec3(0.2, 0.05, 0.0), inertia=inertia)
-        xform = wp.transform((0.4 if k else 0.0, 0.0, 0.0), wp.quat_identity())
-        joints.append(b.add_joint_revolute(parent, link, parent_xform=xform, axis=(0.0, 1.0, 0.3 * k)))
-        parent = link
-    b.add_articulation(joints)
-    model = b.finalize()
+    model = swinging_chain()
     solver = newton_sap.SolverSAP(model)
     observables = solver.observables({KINDS.BODY_QDD})
     s0, s1, reference = model.state(), model.state(), model.state()
@@ -202,3 +207,74 @@ def test_observables_replay_from_a_graph():
             replayed, stepped = (getattr(run.observables, name).numpy() for run in (captured, launched))
             assert np.abs(stepped).max() > 1.0
             np.testing.assert_array_equal(replayed, stepped, err_msg=name)
+
+
+def test_parent_wrenches_match_mujoco_on_a_swinging_chain():
+    """``BODY_PARENT_F`` against MuJoCo's (``SolverMuJoCo`` on MuJoCo's CPU build: ``cfrc_int`` after the
+    constraint solve, moved to each COM) from the same state of the swinging chain. Without damping or
+    armature the first step's dof accelerations are the forward dynamics at ``(q0, v0)`` in both solvers,
+    so the wrenches, the links' Newton–Euler balances with those accelerations, agree to round-off."""
+    model = swinging_chain()
+    wrenches = []
+    for solver in (newton_sap.SolverSAP(model), newton.solvers.SolverMuJoCo(model, use_mujoco_cpu=True)):
+        observables = solver.observables({KINDS.BODY_PARENT_F})
+        state = model.state()
+        state.joint_qd.assign(np.array([1.0, -2.0, 3.0], np.float32))
+        newton.eval_fk(model, state.joint_q, state.joint_qd, state)
+        solver.step(state, model.state(), None, None, DT, observables=observables)
+        wrenches.append(observables.body_parent_f.numpy())
+    ours, mujoco = wrenches
+    assert np.abs(mujoco).max() > 1.0
+    np.testing.assert_allclose(ours, mujoco, rtol=1e-4, atol=1e-4 * np.abs(mujoco).max())
+
+
+def test_parent_wrench_of_a_hinged_rod_resting_on_its_tip():
+    """A rod hinged at one end (0.05 m above the ground) rests on a sphere at its other end: by moments about
+    the hinge the ground carries ``N = m g x_c / L`` and the hinge the rest, ``f = (0, 0, m g − N)`` acting at
+    the hinge, whose moment about the COM is ``(p_hinge − c) × f``. A wrench that leaves out the contact, or
+    takes a moment about another point, misses it."""
+    radius, length = 0.05, 0.6
+    b = newton.ModelBuilder()
+    b.add_ground_plane()
+    link = b.add_link()
+    b.add_shape_box(link, xform=wp.transform((length / 2, 0, 0), wp.quat_identity()), hx=length / 2, hy=0.02, hz=0.02)
+    b.add_shape_sphere(link, xform=wp.transform((length, 0, 0), wp.quat_identity()), radius=radius)
+    hinge = (0.0, 0.0, radius)
+    b.add_articulation([b.add_joint_revolute(-1, link, parent_xform=wp.transform(hinge, wp.quat_identity()),
+                                             axis=(0, 1, 0))])  # fmt: skip
+    model = b.finalize()
+    run = Stepping(model, {KINDS.BODY_PARENT_F})
+    run.step(50)
+    mass, com = float(model.body_mass.numpy()[0]), run.com(run.s0)[0]
+    force = np.array([0.0, 0.0, mass * G * (1.0 - com[0] / length)])
+    moment = np.cross(np.array(hinge) - com, force)
+    parent_f = run.observables.body_parent_f.numpy()[0]
+    np.testing.assert_allclose(parent_f[:3], force, atol=2e-3 * mass * G)
+    np.testing.assert_allclose(parent_f[3:], moment, atol=2e-3 * mass * G * length)
+
+
+def test_free_bodies_receive_no_parent_wrench():
+    """A FREE joint transmits nothing: for the boxes of a resting stack, held by contacts alone, the balance of
+    gravity, contacts and inertia that ``BODY_PARENT_F`` reports is zero (it would be the weight if the
+    contacts were left out)."""
+    run = Stepping(stack(), {KINDS.BODY_PARENT_F})
+    run.step(30)
+    np.testing.assert_allclose(run.observables.body_parent_f.numpy(), 0.0, atol=2e-2 * MASS * G * HALF)
+
+
+def test_parent_wrench_is_not_offered_with_loop_joints():
+    """Loop-closing joints act on bodies outside the tree joints' balance: such a model does not offer
+    ``BODY_PARENT_F`` (Newton refuses the request), the other observables stay."""
+    b = newton.ModelBuilder(gravity=(0.0, 0.0, 0.0))
+    inertia = wp.mat33(1e-2, 0, 0, 0, 1e-2, 0, 0, 0, 1e-2)
+    first = b.add_link(mass=1.0, inertia=inertia)
+    second = b.add_link(mass=1.0, xform=wp.transform((0.5, 0.0, 0.0), wp.quat_identity()), inertia=inertia)
+    tree = [b.add_joint_revolute(-1, first, axis=(0, 0, 1)),
+            b.add_joint_revolute(first, second, parent_xform=wp.transform((0.5, 0, 0), wp.quat_identity()),
+                                 axis=(0, 0, 1))]  # fmt: skip
+    b.add_articulation(tree)
+    b.add_joint_ball(-1, second, parent_xform=wp.transform((0.5, 0, 0), wp.quat_identity()))  # closes a loop
+    solver = newton_sap.SolverSAP(b.finalize())
+    assert solver.supported_observables == {KINDS.CONTACT_F, KINDS.BODY_QDD}
+    with pytest.raises(ValueError, match="does not support"):
+        solver.observables({KINDS.BODY_PARENT_F})
