@@ -25,9 +25,7 @@ parking every row is swept, and contact ``i`` keeps slot ``i``.
   step's start velocity (every row builder leaves it: the Newton loop's warm start reads it);
 * the Delassus estimate ``w = ‖Σ_k J_k J_kᵀ / A_kk‖_F / 3`` [kg⁻¹], the compliance R (``w`` floored in
   ``contact_compliance``), the bias velocity v̂ and the friction coefficient μ from the pair's materials
-  (or the solver's overrides); the row's type is SAP's friction cone (parameter μ) or, with ``lagged = 1``,
-  the lagged contact (``constraints/lagged_contact.py``; parameter the friction bound ``μ γ̃_n`` from R and
-  the row's ``v_c`` at ``v0``, zero for a parked row: distant at ``v0``, it presses with nothing there);
+  (or the solver's overrides);
 * with ``park = 1``, whether the contact is distant (``contact_is_distant`` at the step's start velocity
   ``v0``, its ``v_c0`` from the body twists, ``jacobian.body_chain_twists``): ``c_parked``, with ``γ = 0`` (the
   answer's impulse), ``c_vc = v_c0`` and what the check needs (frame, point, v̂, μ; and φ0), but neither Jacobian
@@ -39,9 +37,8 @@ parking every row is swept, and contact ``i`` keeps slot ``i``.
 
 import warp as wp
 
-from .constraints.dispatch import CONTACT, LAGGED_CONTACT, thread_slots
+from .constraints.dispatch import CONTACT, thread_slots
 from .constraints.friction_cone import contact_bias_velocity, contact_compliance, contact_is_distant
-from .constraints.lagged_contact import lagged_friction_bound
 from .jacobian import chain_rows, point_velocity, tangent_frame
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
@@ -137,7 +134,6 @@ def contact_rows(
     sigma: float,
     dt: float,
     park: int,
-    lagged: int,
     # inputs
     contact_count: wp.array(dtype=wp.int32),
     contact_shape0: wp.array(dtype=wp.int32),
@@ -244,16 +240,13 @@ def contact_rows(
             s0, s1, shape_ke, shape_kd, shape_mu, stiffness_override, dissipation_override
         )
         v_hat = contact_bias_velocity(phi0, dt, tau)
-        mu_cone = mu  # the cone's μ (the lagged friction is bounded by the start's normal impulse instead)
-        if lagged == 1:
-            mu_cone = 0.0
         if mode == ROWS_BUILD:
             wp.atomic_add(world_contact_count, world, 1)
             parked = int(0)
             v_c0 = wp.vec3(0.0)
             if park == 1 and phi0 > 0.0:
                 v_c0 = contact_velocity_from_twists(b0, b1, p, R_WC, body_tree, tree_ref, body_twist)
-                parked = contact_is_distant(phi0, v_c0, v_hat, mu_cone, dt, dt * wp.length(gravity[world]))
+                parked = contact_is_distant(phi0, v_c0, v_hat, mu, dt, dt * wp.length(gravity[world]))
             if park == 0:
                 c = i
             elif parked == 1:
@@ -264,11 +257,9 @@ def contact_rows(
             c_contact[c] = i
             c_world_out[c] = world
             c_kind_out[c] = CONTACT
-            if lagged == 1:
-                c_kind_out[c] = LAGGED_CONTACT
             c_frame_out[c] = R_WC
             c_vhat_out[c] = v_hat
-            c_param_out[c] = mu_cone  # the lagged bound of an unparked row follows its R (below)
+            c_param_out[c] = mu
             c_phi_out[c] = phi0
             c_point_out[c] = p
             c_parked[c] = 0
@@ -282,10 +273,7 @@ def contact_rows(
         # Jacobian entries along both chains, and the Delassus estimate from diag(A)
         e, vc_walk, w_norm = chain_rows(c, d1, d0, R_CW, p, 0, tree_ref, dof_tree, dof_parent, dof_S_tree,
                                         A_inv_diag, v0, c_dof_out, c_J_out)  # fmt: skip
-        R = contact_compliance(k_pair, tau, dt, beta, sigma, w_norm / 3.0)
-        c_R_out[c] = R
-        if lagged == 1:  # vc_walk: the row's velocity at v0
-            c_param_out[c] = lagged_friction_bound(mu, vc_walk[2], v_hat[2], R[2])
+        c_R_out[c] = contact_compliance(k_pair, tau, dt, beta, sigma, w_norm / 3.0)
         c_nnz_out[c] = e
         if mode == ROWS_BUILD:
             c_vc_out[c] = vc_walk

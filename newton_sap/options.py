@@ -38,11 +38,6 @@ class SapOptions:
         contact_dissipation_time: Dissipation time scale τ_d [s] of every pair; None uses
             ``shape_material_kd / shape_material_ke`` of each shape (summed).
         near_rigid_threshold: β of the near-rigid regime (0: purely compliant contact).
-        contact_approximation: ``"sap"``, SAP's regularized friction cone (SAP.md §3); ``"lagged"``, Coulomb
-            friction bounded by μ times the normal impulse each contact's compliant law gives at the step's
-            start (``constraints/lagged_contact.py``). SAP's cone couples the normal to the slip, so a
-            sliding contact separates at about μ‖v_t‖ (a box slid at 2 m/s with μ = 0.5 hops 3 cm); the
-            lagged friction does not glide, at the price of no friction in the step a contact starts pressing.
         friction_regularization: σ: regularized friction slips by about ``σ Δt g`` when sticking.
         joint_limit_stiffness: Stiffness [N/m or N·m/rad] of every joint limit (near-rigid by
             default: the β = 0.1 clamp decides); None uses Newton's ``joint_limit_ke``.
@@ -91,7 +86,6 @@ class SapOptions:
     contact_stiffness: float | None = DEFAULT_CONTACT_STIFFNESS
     contact_dissipation_time: float | None = DEFAULT_CONTACT_DISSIPATION_TIME
     near_rigid_threshold: float = 1.0
-    contact_approximation: str = "sap"
     friction_regularization: float = 1.0e-3
     joint_limit_stiffness: float | None = 1.0e12
     joint_limit_dissipation_time: float = -1.0
@@ -106,8 +100,6 @@ class SapOptions:
     def __post_init__(self):
         if self.line_search not in ("exact", "backtracking"):
             raise ValueError(f"line_search must be 'exact' or 'backtracking', got {self.line_search!r}")
-        if self.contact_approximation not in ("sap", "lagged"):
-            raise ValueError(f"contact_approximation must be 'sap' or 'lagged', got {self.contact_approximation!r}")
         for name in ("momentum_mode", "raise_on_nonconvergence", "stiction_prediction"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")

@@ -1027,8 +1027,7 @@ class SapSolver:
             self._contact_row_args = {
                 "dim": -(-n_contacts // self.slots_per_thread),
                 "options": [self.slots_per_thread, n_contacts, stiffness, dissipation, o.near_rigid_threshold,
-                            o.friction_regularization, dt, int(self.parking),
-                            int(o.contact_approximation == "lagged")],
+                            o.friction_regularization, dt, int(self.parking)],
                 "inputs": [
                     model.shape_body, model.shape_material_ke, model.shape_material_kd,
                     model.shape_material_mu, T.body_tree, T.body_world, T.body_last_dof, T.dof_parent, T.dof_tree,

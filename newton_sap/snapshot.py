@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .constraints.dispatch import CONTACT, LAGGED_CONTACT
+from .constraints.dispatch import CONTACT
 from .conventions import free_joint_velocity_map
 from .diagnostics import quat_to_matrix
 from .topology import JOINT_DISTANCE, JOINT_FREE
@@ -38,8 +38,7 @@ class SapSnapshot:
         contact_point: Per world, (nc, 3) contact points [m] in world, midway between the surfaces.
         contact_compliance: Per world, (nc, 3) the regularization ``R`` [kg⁻¹].
         contact_bias_velocity: Per world, (nc, 3) ``v̂`` [m/s].
-        contact_friction: Per world, (nc,) the contact's friction parameter: μ (SAP's cone), or with
-            ``contact_approximation="lagged"`` its friction impulse bound ``μ γ̃_n`` [N·s].
+        contact_friction: Per world, (nc,) μ.
         contact_impulse: Per world, (nc, 3) the solved impulses γ [N·s] in the contact frames.
         constraint_kind: Per world, (m,) the type of every constraint of the step (contacts, drives,
             limits, joint friction, mimic, loop closures; ``constraints.dispatch`` constants): the contacts
@@ -150,7 +149,7 @@ def _contact_data(solver, state, control, contacts, dt, maps, snap) -> None:
             for k in range(c_nnz[c]):
                 J[3 * row : 3 * row + 3, c_dof[c, k] - s] += c_J[c, k]
         J = J @ T_inv
-        contacts_w = np.isin(c_kind[slots], (CONTACT, LAGGED_CONTACT))
+        contacts_w = c_kind[slots] == CONTACT
         rows = np.repeat(contacts_w, 3)
         snap.contact_jacobian.append(J[rows])
         snap.constraint_kind.append(c_kind[slots].copy())

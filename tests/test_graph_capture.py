@@ -71,16 +71,6 @@ CASES = {
         {"dense_world_max_dofs": 0, "block_cholesky_max_dofs": 0, "pcg_threads": "dof"},
     ),
     "box stack, momentum mode": (lambda: box_on_ground(boxes=3), SLIDING_SPINNING * 3, {"momentum_mode": True}),
-    "box stack, lagged contacts": (
-        lambda: box_on_ground(boxes=3),
-        SLIDING_SPINNING * 3,
-        {"contact_approximation": "lagged"},
-    ),
-    "landing sphere pile, lagged contacts (stiction predictions, parked contacts)": (
-        lambda: sphere_bin(10),
-        None,
-        {"contact_approximation": "lagged"},
-    ),
     "two quadrupeds under PD": (lambda: quadruped_pd(2), None, {}),
     "landing sphere pile, stiction predictions": (lambda: sphere_bin(10), None, {}),
     "a parked contact acts in the third step (a retry inside the graph)": (

@@ -12,7 +12,6 @@ from .bilateral import bilateral_impulse
 from .friction_cone import friction_cone_impulse, friction_cone_predicts_stiction
 from .joint_friction import joint_friction_impulse
 from .joint_limit import joint_limit_impulse
-from .lagged_contact import lagged_contact_impulse, lagged_contact_predicts_stiction
 from .pd_drive import pd_drive_impulse
 
 SLOTS_PER_THREAD_CPU = 1024
@@ -52,8 +51,6 @@ JOINT_FRICTION = wp.constant(3)
 """Dry friction in a joint (``joint_friction.py``); parameter: the impulse limit Δt·f_c."""
 BILATERAL = wp.constant(4)
 """A rigid equality such as a mimic coupling (``bilateral.py``); no parameter."""
-LAGGED_CONTACT = wp.constant(5)
-"""Point contact with lagged friction (``lagged_contact.py``); parameter: the friction impulse bound μ γ̃_n."""
 
 
 @wp.func
@@ -69,20 +66,16 @@ def constraint_impulse(kind: int, v_c: wp.vec3, v_hat: wp.vec3, R: wp.vec3, para
         return joint_friction_impulse(v_c, v_hat, R, parameter)
     if kind == BILATERAL:
         return bilateral_impulse(v_c, v_hat, R, parameter)
-    if kind == LAGGED_CONTACT:
-        return lagged_contact_impulse(v_c, v_hat, R, parameter)
     return wp.vec3(0.0), wp.mat33(0.0), float(0.0)
 
 
 @wp.func
 def constraint_predicts_stiction(kind: int, v_c: wp.vec3, dv_c: wp.vec3, v_hat: wp.vec3, R: wp.vec3, parameter: float):
     """1 if the Newton step ``Δv_c`` takes a saturated friction constraint through its linear (stiction)
-    branch, so that branch models it better than its Newton model at ``v_c``; contacts only, both kinds (the
-    other types are modelled by their Newton model at ``v_c``)."""
+    branch, so that branch models it better than its Newton model at ``v_c``; contacts only (the other
+    types are modelled by their Newton model at ``v_c``)."""
     if kind == CONTACT:
         return friction_cone_predicts_stiction(v_c, dv_c, v_hat, R, parameter)
-    if kind == LAGGED_CONTACT:
-        return lagged_contact_predicts_stiction(v_c, dv_c, v_hat, R, parameter)
     return 0
 
 
