@@ -20,8 +20,11 @@ conventions.
   ``Σ_subtree (I_k A_k + V_k ×* I_k V_k − f_gravity − f_external − f_contacts)``. It includes what the joint's
   drives, limits, friction, damping and ``joint_f`` exert (they act inside the joint) and, where armature
   is set, omits the rotor's share ``armature · q̈``. A FREE (or DISTANCE) joint transmits nothing: there it
-  is the residual of the body's balance, zero up to round-off and armature. Models with loop-closing joints
-  do not offer it (their loop wrenches act on bodies that the tree joints would otherwise be charged with).
+  is the residual of the body's balance, zero up to round-off and armature. A body welded to the world (a
+  chain of FIXED joints: the solver's static bodies) receives what holds it and all that hangs on it: its
+  weight, ``body_f`` and contacts, plus the wrenches its children's joints transmit to it (gravity of world 0
+  for a global body). Models with loop-closing joints do not offer it (their loop wrenches act on bodies that
+  the tree joints would otherwise be charged with).
 
 The contact-indexed arrays are written in full (zero where no contact acts), so a buffer sum is a total.
 """
@@ -37,6 +40,16 @@ from .jacobian import chain_twist
 from .spatial import inertia10_apply
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
+
+
+@wp.func
+def reference_point(b: int, body_tree: wp.array(dtype=wp.int32), tree_ref: wp.array(dtype=wp.vec3)):
+    """The point [m] about which ``BODY_PARENT_F``'s sums of body b are taken: its tree's point, or the world
+    origin for a static body."""
+    t = body_tree[b]
+    if t < 0:
+        return wp.vec3(0.0)
+    return tree_ref[t]
 
 
 @wp.kernel
@@ -68,8 +81,8 @@ def contact_forces(
     the step's start ``body_q`` (the origin for a static shape 0). From the slot of each of the
     ``rigid_contact_count`` contacts; zero for a contact without one and for the entries after the count
     (``contact_slot`` is not read there: it holds an earlier step's slots). ``body_wrench`` [internal ``[n; f]``
-    about each body's tree point] loses each contact's wrench on each of its two bodies (the subtree balances
-    of ``BODY_PARENT_F``). A thread takes a run of entries."""
+    about each body's tree point, about the origin for a static body] loses each contact's wrench on each of its
+    two bodies (the subtree balances of ``BODY_PARENT_F``). A thread takes a run of entries."""
     begin, end = thread_slots(wp.tid(), slots_per_thread, capacity)
     count = wp.min(capacity, contact_count[0])
     for i in range(begin, end):
@@ -89,9 +102,11 @@ def contact_forces(
                 if body_wrench:
                     b1 = shape_body[contact_shape1[i]]
                     if b0 >= 0:
-                        wp.atomic_add(body_wrench, b0, wp.spatial_vector(wp.cross(p - tree_ref[body_tree[b0]], f1), f1))
+                        r0 = reference_point(b0, body_tree, tree_ref)
+                        wp.atomic_add(body_wrench, b0, wp.spatial_vector(wp.cross(p - r0, f1), f1))
                     if b1 >= 0:
-                        wp.atomic_sub(body_wrench, b1, wp.spatial_vector(wp.cross(p - tree_ref[body_tree[b1]], f1), f1))
+                        r1 = reference_point(b1, body_tree, tree_ref)
+                        wp.atomic_sub(body_wrench, b1, wp.spatial_vector(wp.cross(p - r1, f1), f1))
         if force_out:
             force_out[i] = f1
         if wrench_out:
@@ -160,6 +175,50 @@ def body_acceleration_wrenches(
 
 
 @wp.kernel
+def static_body_wrenches(
+    # model
+    static_bodies: wp.array(dtype=wp.int32),
+    body_world: wp.array(dtype=wp.int32),
+    body_mass: wp.array(dtype=float),
+    body_com: wp.array(dtype=wp.vec3),
+    gravity: wp.array(dtype=wp.vec3),
+    # inputs
+    body_q: wp.array(dtype=wp.transform),
+    body_f: wp.array(dtype=wp.spatial_vector),
+    # outputs
+    body_wrench_out: wp.array(dtype=wp.spatial_vector),
+):
+    """Per static body (welded to the world, at rest), what holds it against its own loads, about the origin:
+    ``−(m g + f_ext)`` at its COM c and ``−τ_ext`` (``body_f = [f_ext; τ_ext]``, Newton's layout)."""
+    b = static_bodies[wp.tid()]
+    c = wp.transform_point(body_q[b], body_com[b])
+    f = -(body_mass[b] * gravity[wp.max(body_world[b], 0)] + wp.spatial_top(body_f[b]))
+    body_wrench_out[b] = wp.spatial_vector(wp.cross(c, f) - wp.spatial_bottom(body_f[b]), f)
+
+
+@wp.kernel
+def roots_to_static_parents(
+    # model
+    static_rooted_trees: wp.array(dtype=wp.int32),
+    tree_body_start: wp.array(dtype=wp.int32),
+    tree_bodies: wp.array(dtype=wp.int32),
+    body_parent: wp.array(dtype=wp.int32),
+    # inputs
+    tree_ref: wp.array(dtype=wp.vec3),
+    composite_force: wp.array(dtype=wp.spatial_vector),
+    # outputs (read and updated)
+    body_wrench: wp.array(dtype=wp.spatial_vector),
+):
+    """Per tree whose root hangs on a static body, the wrench its root's joint transmits (its whole balance,
+    about its point r) added to that body's sum about the origin: ``[n_r + r × f; f]``."""
+    t = static_rooted_trees[wp.tid()]
+    root = tree_bodies[tree_body_start[t]]  # parents first
+    w = composite_force[root] + body_wrench[root]
+    f = wp.spatial_bottom(w)
+    wp.atomic_add(body_wrench, body_parent[root], wp.spatial_vector(wp.spatial_top(w) + wp.cross(tree_ref[t], f), f))
+
+
+@wp.kernel
 def add_to_parents(
     # model
     level_bodies: wp.array(dtype=wp.int32),
@@ -185,18 +244,18 @@ def parent_wrenches(
     # outputs
     body_parent_f_out: wp.array(dtype=wp.spatial_vector),
 ):
-    """Per body, Newton's ``body_parent_f = [f; n_c]``: the subtree's RNE composite force plus its acceleration
-    and contact sums, ``[n_r; f]`` about the tree point r, moved to the COM c, ``n_c = n_r + (r − c) × f``;
-    zero for a body outside the trees."""
+    """Per body, Newton's ``body_parent_f = [f; n_c]``: the subtree's sums ``[n_r; f]`` about its reference
+    point r (a tree body: the RNE composite force plus the acceleration and contact sums, about its tree's point;
+    a static body: its sum about the origin), moved to the COM c, ``n_c = n_r + (r − c) × f``."""
     b = wp.tid()
-    t = body_tree[b]
-    out = wp.spatial_vector()
-    if t >= 0:
-        w = composite_force[b] + subtree_wrench[b]
-        f = wp.spatial_bottom(w)
-        c = wp.transform_point(body_q[b], body_com[b])
-        out = wp.spatial_vector(f, wp.spatial_top(w) + wp.cross(tree_ref[t] - c, f))
-    body_parent_f_out[b] = out
+    w = subtree_wrench[b]
+    if body_tree[b] >= 0:
+        w = w + composite_force[b]
+    f = wp.spatial_bottom(w)
+    c = wp.transform_point(body_q[b], body_com[b])
+    body_parent_f_out[b] = wp.spatial_vector(
+        f, wp.spatial_top(w) + wp.cross(reference_point(b, body_tree, tree_ref) - c, f)
+    )
 
 
 def zero_soft_rows(wrench: wp.array, rigid_contact_max: int) -> None:

@@ -30,6 +30,8 @@ from .observables import (
     mean_accelerations,
     parent_wrenches,
     public_body_velocities,
+    roots_to_static_parents,
+    static_body_wrenches,
     zero_soft_rows,
 )
 from .options import SapOptions
@@ -162,6 +164,7 @@ class SolverSAP(newton.solvers.SolverBase):
         self._zero_body_f = zeros(nb, wp.spatial_vector)
         self._scratch_body_qd = zeros(nb, wp.spatial_vector)
         self._subtree_wrench = zeros(nb, wp.spatial_vector)  # BODY_PARENT_F's sums (observables.py)
+        self._static_tables(topo, device)
         self._default_control = model.control(clone_variables=False)
         self._sap = SapSolver(topo, self._topo, device, self.options)
         self._dense_blocks_used = int(not self._tree_ldlt or self._sap.uses_pcg)  # free motion, PCG
@@ -173,6 +176,27 @@ class SolverSAP(newton.solvers.SolverBase):
             _validate_joint_drives_and_limits(model, topo, o) or bool((leader >= 0).any()) or len(topo.loop_joints) > 0
         )
         self._sap_ran = False
+
+    def _static_tables(self, topo, device) -> None:
+        """``BODY_PARENT_F``'s tables of the static bodies (welded to the world, outside every tree): all of
+        them, those welded to another static body by depth (1, 2, ...), and the trees hanging on one."""
+        static = np.nonzero(topo.body_tree < 0)[0]
+        depth = {}  # a static body's parent is the world or a static body: its depth counts static ancestors
+        for b in static:
+            depth[int(b)], x = 0, int(b)
+            while topo.body_parent[x] >= 0:
+                x = int(topo.body_parent[x])
+                depth[int(b)] += 1
+        levels = [[b for b in static if depth[int(b)] == d] for d in range(1, max(depth.values(), default=0) + 1)]
+        roots = topo.tree_bodies[topo.tree_body_start[:-1]] if topo.tree_count else np.zeros(0, np.int32)
+        rooted = np.nonzero(topo.body_parent[roots] >= 0)[0] if len(roots) else np.zeros(0, np.int64)
+
+        def device_array(values):
+            return wp.array(np.asarray(values, np.int32), dtype=wp.int32, device=device)
+
+        self._static_bodies = device_array(static)
+        self._static_levels = [device_array(level) for level in levels]
+        self._static_rooted_trees = device_array(rooted)
 
     @property
     def supported_observables(self) -> frozenset[str]:
@@ -237,7 +261,7 @@ class SolverSAP(newton.solvers.SolverBase):
             v = self._v_star
         body_parent_f = _requested(observables, self.ObservableKind.BODY_PARENT_F)
         if body_parent_f is not None:
-            self._joint_wrench_accelerations(v, dt)
+            self._joint_wrench_accelerations(v, dt, state_in.body_f)
         if self._sap_ran:
             self._write_contact_forces(contacts, dt, observables, body_parent_f is not None)
         if body_parent_f is not None:
@@ -273,26 +297,44 @@ class SolverSAP(newton.solvers.SolverBase):
         if legacy is not None and legacy.ptr != wrench.ptr:
             wp.copy(legacy, wrench, count=legacy.shape[0])
 
-    def _joint_wrench_accelerations(self, v, dt: float) -> None:
-        """``BODY_PARENT_F``, first part: each tree body's momentum rate of the step's dof accelerations
-        into ``_subtree_wrench`` (the contacts' wrenches follow, ``_write_contact_forces``)."""
+    def _joint_wrench_accelerations(self, v, dt: float, body_f) -> None:
+        """``BODY_PARENT_F``, first part: each tree body's momentum rate of the step's dof accelerations, and
+        each static body's own loads, into ``_subtree_wrench`` (the contacts' wrenches follow,
+        ``_write_contact_forces``)."""
         model, T = self.model, self._topo
-        if not len(self.topology.tree_bodies):
-            return
-        wp.launch(
-            body_acceleration_wrenches,
-            dim=len(self.topology.tree_bodies),
-            inputs=[T.tree_bodies, T.body_tree, model.body_mass, model.body_com, model.body_inertia,
-                    T.body_last_dof, T.dof_parent, dt, self._body_q, self._tree_ref, self._dof_S_tree, self._v0, v],
-            outputs=[self._subtree_wrench],
-            device=model.device,
-        )  # fmt: skip
+        if len(self.topology.tree_bodies):
+            wp.launch(
+                body_acceleration_wrenches,
+                dim=len(self.topology.tree_bodies),
+                inputs=[T.tree_bodies, T.body_tree, model.body_mass, model.body_com, model.body_inertia,
+                        T.body_last_dof, T.dof_parent, dt, self._body_q, self._tree_ref, self._dof_S_tree, self._v0, v],
+                outputs=[self._subtree_wrench],
+                device=model.device,
+            )  # fmt: skip
+        if self._static_bodies.shape[0]:
+            wp.launch(
+                static_body_wrenches,
+                dim=self._static_bodies.shape[0],
+                inputs=[self._static_bodies, T.body_world, model.body_mass, model.body_com, model.gravity,
+                        self._body_q, body_f if body_f is not None else self._zero_body_f],
+                outputs=[self._subtree_wrench],
+                device=model.device,
+            )  # fmt: skip
 
     def _joint_wrench_sums(self, body_parent_f) -> None:
         """``BODY_PARENT_F``, last part: the per-body wrenches summed over subtrees (leaves → root), added to the
-        RNE composite forces and moved to each body's COM in Newton's layout."""
+        RNE composite forces, the trees' totals handed to the static bodies they hang on and summed down the
+        static chains, then moved to each body's COM in Newton's layout."""
         model, T = self.model, self._topo
         for level in reversed(T.body_levels):
+            wp.launch(add_to_parents, dim=level.shape[0], inputs=[level, T.body_parent],
+                      outputs=[self._subtree_wrench], device=model.device)  # fmt: skip
+        if self._static_rooted_trees.shape[0]:
+            wp.launch(roots_to_static_parents, dim=self._static_rooted_trees.shape[0],
+                      inputs=[self._static_rooted_trees, T.tree_body_start, T.tree_bodies, T.body_parent,
+                              self._tree_ref, self._composite_force],
+                      outputs=[self._subtree_wrench], device=model.device)  # fmt: skip
+        for level in reversed(self._static_levels):  # static bodies welded to static bodies: about the origin
             wp.launch(add_to_parents, dim=level.shape[0], inputs=[level, T.body_parent],
                       outputs=[self._subtree_wrench], device=model.device)  # fmt: skip
         wp.launch(

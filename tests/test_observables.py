@@ -186,7 +186,7 @@ def test_body_accelerations_are_the_mean_over_the_step(stale_body_qd):
 
 
 def test_observables_replay_from_a_graph():
-    """Two steps with both observables captured in a graph (collision included) and replayed give exactly the
+    """Two steps with the observables captured in a graph (collision included) and replayed give exactly the
     wrenches and accelerations of the same steps launched, for a sliding and spinning two-box stack."""
 
     def two_steps(run):
@@ -194,7 +194,8 @@ def test_observables_replay_from_a_graph():
             run.pipeline.collide(a, run.contacts)
             run.solver.step(a, b, None, run.contacts, DT, observables=run.observables)
 
-    launched, captured = (Stepping(stack(), {KINDS.CONTACT_F, KINDS.BODY_QDD}) for _ in range(2))
+    kinds = {KINDS.CONTACT_F, KINDS.BODY_QDD, KINDS.BODY_PARENT_F}
+    launched, captured = (Stepping(stack(), kinds) for _ in range(2))
     for run in (launched, captured):
         run.s0.joint_qd.assign(np.array([0.3, 0.0, 0.0, 0.0, 0.0, 0.5] * 2, np.float32))
         two_steps(run)  # launched first: the first step sizes the solver's buffers
@@ -203,9 +204,9 @@ def test_observables_replay_from_a_graph():
     for _ in range(3):
         two_steps(launched)
         wp.capture_launch(capture.graph)
-        for name in ("contact_f", "body_qdd"):
+        for name in ("contact_f", "body_qdd", "body_parent_f"):
             replayed, stepped = (getattr(run.observables, name).numpy() for run in (captured, launched))
-            assert np.abs(stepped).max() > 1.0
+            assert np.abs(stepped).max() > (1.0 if name != "body_parent_f" else 1e-6)  # free boxes: a residual
             np.testing.assert_array_equal(replayed, stepped, err_msg=name)
 
 
@@ -278,3 +279,59 @@ def test_parent_wrench_is_not_offered_with_loop_joints():
     assert solver.supported_observables == {KINDS.CONTACT_F, KINDS.BODY_QDD}
     with pytest.raises(ValueError, match="does not support"):
         solver.observables({KINDS.BODY_PARENT_F})
+
+
+def test_parent_wrenches_of_welded_bodies_match_mujoco():
+    """Bodies welded to the world (FIXED joints: the solver's static bodies, outside its trees) receive what
+    holds them and all that hangs on them: a pedestal welded to the world carries a table welded to it (pushed
+    by ``body_f``) and a swinging arm; the table carries another. Against MuJoCo's, from the same state."""
+    inertia = wp.mat33(1e-2, 0, 0, 0, 2e-2, 0, 0, 0, 3e-2)
+    b = newton.ModelBuilder()
+    pedestal = b.add_link(mass=3.0, com=wp.vec3(0.05, 0, 0.1), inertia=inertia)
+    table = b.add_link(mass=2.0, com=wp.vec3(0.1, 0.0, 0.0), inertia=inertia)
+    arm = b.add_link(mass=1.0, com=wp.vec3(0.2, 0.05, 0), inertia=inertia)
+    other_arm = b.add_link(mass=0.5, com=wp.vec3(0.0, 0.1, -0.1), inertia=inertia)
+    at = lambda *p: wp.transform(p, wp.quat_identity())  # noqa: E731
+    joints = [
+        b.add_joint_fixed(-1, pedestal, parent_xform=at(0.3, -0.2, 0.0)),
+        b.add_joint_fixed(pedestal, table, parent_xform=at(0.0, 0.0, 0.5)),
+        b.add_joint_revolute(table, arm, parent_xform=at(0.2, 0.0, 0.1), axis=(0.0, 1.0, 0.3)),
+        b.add_joint_revolute(pedestal, other_arm, parent_xform=at(0.0, 0.1, 0.2), axis=(1.0, 0.0, 0.0)),
+    ]
+    b.add_articulation(joints)
+    model = b.finalize()
+    wrenches = []
+    for solver in (newton_sap.SolverSAP(model), newton.solvers.SolverMuJoCo(model, use_mujoco_cpu=True)):
+        observables = solver.observables({KINDS.BODY_PARENT_F})
+        state = model.state()
+        state.joint_qd.assign(np.array([1.5, -2.0], np.float32))
+        newton.eval_fk(model, state.joint_q, state.joint_qd, state)
+        body_f = np.zeros((4, 6), np.float32)
+        body_f[table] = [1.0, 2.0, 3.0, 0.1, -0.2, 0.3]
+        state.body_f.assign(body_f)
+        solver.step(state, model.state(), None, None, DT, observables=observables)
+        wrenches.append(observables.body_parent_f.numpy())
+    ours, mujoco = wrenches
+    assert mujoco[pedestal, 2] > 6.5 * G * 0.5  # the pedestal holds everything (less the arms' fall)
+    np.testing.assert_allclose(ours, mujoco, rtol=1e-4, atol=1e-4 * np.abs(mujoco).max())
+
+
+def test_welded_table_carries_a_box_resting_on_it():
+    """A box resting off-centre on a table welded to the world: the table's parent wrench is both weights,
+    with the moment about its COM that the box's weight has there (contacts on a static body count)."""
+    b = newton.ModelBuilder()
+    table = b.add_link(mass=4.0, inertia=wp.mat33(1.0, 0, 0, 0, 1.0, 0, 0, 0, 1.0))
+    b.add_shape_box(table, hx=0.5, hy=0.5, hz=0.05)
+    b.add_articulation([b.add_joint_fixed(-1, table, parent_xform=wp.transform((0, 0, 0.5), wp.quat_identity()))])
+    box = b.add_body(xform=wp.transform((0.2, -0.1, 0.55 + HALF), wp.quat_identity()))
+    b.add_shape_box(box, hx=HALF, hy=HALF, hz=HALF, cfg=newton.ModelBuilder.ShapeConfig(density=MASS / (8 * HALF**3)))
+    model = b.finalize()
+    run = Stepping(model, {KINDS.BODY_PARENT_F})
+    run.step(30)
+    com = run.com(run.s0)
+    masses = model.body_mass.numpy()
+    force = np.array([0.0, 0.0, (masses[table] + masses[box]) * G])
+    moment = np.cross(com[box] - com[table], [0.0, 0.0, masses[box] * G])
+    parent_f = run.observables.body_parent_f.numpy()[table]
+    np.testing.assert_allclose(parent_f[:3], force, atol=2e-3 * force[2])
+    np.testing.assert_allclose(parent_f[3:], moment, atol=2e-3 * force[2] * 0.2)
