@@ -15,6 +15,7 @@ from newton_sap import (
     kinematics,
     line_search,
     loop_constraints,
+    observables,
     pcg,
     pcg_parallel,
     sap,
@@ -25,7 +26,7 @@ from newton_sap import (
 
 MODULES = [kinematics, dynamics, factorization, integration, sap, line_search, stiction_prediction, block_cholesky,
            pcg, pcg_parallel, solver_sap, contact_constraints, joint_constraints, loop_constraints, jacobian,
-           scan]  # fmt: skip
+           scan, observables]  # fmt: skip
 
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)
