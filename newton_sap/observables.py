@@ -13,7 +13,7 @@ conventions.
   ``(body_qd_out − body_qd_in) / Δt`` with ``body_qd = [v_com; ω]`` in world axes, ``body_qd_in`` from the
   input state's ``joint_q`` and ``joint_qd`` (not its ``body_qd``, which the step does not read). An impact's
   velocity jump over Δt is part of it, as in Newton's other time steppers.
-* ``BODY_PARENT_F`` (``Observables.body_parent_f``) [N, N·m]: the wrench each body receives through its tree
+* ``BODY_PARENT_F`` (``Observables.body_parent_f``) [N, N·m]: the wrench each body receives through its
   joint, force and moment about its COM in world axes (Newton's and MuJoCo's ``cfrc_int`` convention): the
   Newton–Euler balance of its subtree in the step's discrete dynamics, at the start's configuration and
   velocities (where the step forms them) with the dof accelerations ``(v − v0) / Δt``,

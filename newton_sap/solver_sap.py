@@ -221,7 +221,7 @@ class SolverSAP(newton.solvers.SolverBase):
         ``observables``: a container from :meth:`observables` (Newton's solver observables), filled with what it
         requests: ``CONTACT_F``, the wrench on body 0 of each contact [N, N·m], also written to the deprecated
         ``contacts.force`` when that is allocated; ``BODY_QDD``, each body's mean acceleration over the step
-        [m/s², rad/s²]; ``BODY_PARENT_F``, the wrench each body receives through its tree joint [N, N·m].
+        [m/s², rad/s²]; ``BODY_PARENT_F``, the wrench each body receives through its joint [N, N·m].
         Conventions: ``newton_sap/observables.py``.
         The state, control and contact arrays must belong to this solver's model: their sizes are checked
         (``ValueError``), and contacts with shape indices outside the model are skipped. Contacts from a pipeline
