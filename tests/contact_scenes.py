@@ -120,13 +120,16 @@ def one_model(worlds):
 
 
 class Run:
-    """Steps a model with ``SolverSAP`` and Newton's collision pipeline, recording per step."""
+    """Steps a model with ``SolverSAP`` and Newton's collision pipeline, recording per step; with ``observe``
+    (observable kinds) each step fills ``observables`` and keeps its start's ``body_q`` in ``start_body_q``."""
 
-    def __init__(self, model, qd0=None, rigid_contact_max=None, **options):
+    def __init__(self, model, qd0=None, rigid_contact_max=None, observe=(), **options):
         self.model = model
         self.solver = newton_sap.SolverSAP(model, **options)
         self.pipeline = newton.CollisionPipeline(model, rigid_contact_max=rigid_contact_max)
         self.contacts = self.pipeline.contacts()
+        self.observables = self.solver.observables(observe, contacts=self.contacts) if observe else None
+        self.start_body_q = None
         self.s0, self.s1 = model.state(), model.state()
         if qd0 is not None:
             self.s0.joint_qd.assign(np.asarray(qd0, np.float32))
@@ -138,7 +141,9 @@ class Run:
     def step(self, dt, steps=1):
         for _ in range(steps):
             self.pipeline.collide(self.s0, self.contacts)
-            self.solver.step(self.s0, self.s1, None, self.contacts, dt)
+            if self.observables is not None:
+                self.start_body_q = self.s0.body_q.numpy().copy()
+            self.solver.step(self.s0, self.s1, None, self.contacts, dt, observables=self.observables)
             self.s0, self.s1 = self.s1, self.s0
             stats = self.solver.stats
             self.iterations.append(stats.iterations)

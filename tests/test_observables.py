@@ -10,7 +10,7 @@ from newton.sensors import SensorContact
 
 import newton_sap
 
-from contact_scenes import G, sphere_on_ground
+from contact_scenes import G, Run, sphere_on_ground
 
 DT = 0.01
 HALF, MASS = 0.1, 1.0
@@ -44,32 +44,10 @@ def swinging_chain():
     return b.finalize()
 
 
-class Stepping:
-    """``SolverSAP`` and Newton's collision pipeline with an observables container of ``kinds``."""
-
-    def __init__(self, model, kinds):
-        self.model = model
-        self.solver = newton_sap.SolverSAP(model)
-        self.pipeline = newton.CollisionPipeline(model)
-        self.contacts = self.pipeline.contacts()
-        self.observables = self.solver.observables(kinds, contacts=self.contacts)
-        self.s0, self.s1 = model.state(), model.state()
-        newton.eval_fk(model, model.joint_q, model.joint_qd, self.s0)
-
-    def step(self, steps=1):
-        for _ in range(steps):
-            self.pipeline.collide(self.s0, self.contacts)
-            self.start_com = self.com(self.s0)
-            self.solver.step(self.s0, self.s1, None, self.contacts, DT, observables=self.observables)
-            self.s0, self.s1 = self.s1, self.s0
-
-    def com(self, state):
-        """World COM of each body of ``state`` [m], shape (bodies, 3)."""
-        q = state.body_q.numpy()
-        com = self.model.body_com.numpy()
-        return np.array(
-            [wp.transform_point(wp.transform(*np.split(x, [3])), wp.vec3(c)) for x, c in zip(q, com, strict=True)]
-        )
+def com(model, body_q):
+    """World COM of each body at poses ``body_q`` (NumPy, Newton's layout) [m], shape (bodies, 3)."""
+    return np.array([wp.transform_point(wp.transform(*np.split(x, [3])), wp.vec3(c))
+                     for x, c in zip(body_q, model.body_com.numpy(), strict=True)])  # fmt: skip
 
 
 def wrench_on_bodies(run):
@@ -81,16 +59,16 @@ def wrench_on_bodies(run):
     shape_body = run.model.shape_body.numpy()
     body0 = shape_body[run.contacts.rigid_contact_shape0.numpy()[:count]]
     body1 = shape_body[run.contacts.rigid_contact_shape1.numpy()[:count]]
-    com = run.start_com
-    forces, torques = np.zeros_like(com), np.zeros_like(com)
+    com_start = com(run.model, run.start_body_q)
+    forces, torques = np.zeros_like(com_start), np.zeros_like(com_start)
     for f0, t0, b0, b1 in zip(wrench[:, :3], wrench[:, 3:], body0, body1, strict=True):
-        o0 = com[b0] if b0 >= 0 else np.zeros(3)
+        o0 = com_start[b0] if b0 >= 0 else np.zeros(3)
         if b0 >= 0:
             forces[b0] += f0
             torques[b0] += t0
         if b1 >= 0:  # on body 1: −f0 at the contact point p, where p × f0 = t0 + o0 × f0
             forces[b1] -= f0
-            torques[b1] += -t0 + np.cross(com[b1] - o0, f0)
+            torques[b1] += -t0 + np.cross(com_start[b1] - o0, f0)
     return forces, torques
 
 
@@ -99,8 +77,8 @@ def test_contact_wrenches_hold_each_box_of_a_resting_stack():
     moments about its COM to zero, with the ground as a static body 0 (moments about the origin) and the lower
     box as body 0 of the contacts between the boxes. The linear part is minus ``rigid_contact_force`` (on
     shape 1); the rows past the count and the soft rows are zero."""
-    run = Stepping(stack(), {KINDS.CONTACT_F})
-    run.step(30)
+    run = Run(stack(), observe={KINDS.CONTACT_F})
+    run.step(DT, 30)
     forces, torques = wrench_on_bodies(run)
     np.testing.assert_allclose(forces, [[0.0, 0.0, MASS * G]] * 2, atol=2e-2 * MASS * G)
     np.testing.assert_allclose(torques, 0.0, atol=1e-3 * MASS * G * HALF)
@@ -118,10 +96,12 @@ def test_contact_wrenches_are_the_momentum_change_of_a_sliding_sphere():
     gyroscopic term). (The normal force is not the weight here: SAP's cone couples the normal to the slip, see
     the README's known artefacts.)"""
     radius, mu = 0.1, 0.5
-    run = Stepping(sphere_on_ground(radius=radius, mass=MASS, height=radius, mu=mu), {KINDS.CONTACT_F, KINDS.BODY_QDD})
-    run.step(5)  # resting on the ground
+    run = Run(
+        sphere_on_ground(radius=radius, mass=MASS, height=radius, mu=mu), observe={KINDS.CONTACT_F, KINDS.BODY_QDD}
+    )
+    run.step(DT, 5)  # resting on the ground
     run.s0.joint_qd.assign(np.array([2.0, 0, 0, 0, 0, 0], np.float32))
-    run.step()
+    run.step(DT)
     forces, torques = wrench_on_bodies(run)
     f = forces[0]
     assert f[2] > MASS * G and abs(f[1]) < 1e-6 * f[2]
@@ -140,9 +120,9 @@ def test_newtons_contact_sensor_reads_the_observable_and_the_legacy_buffer():
     model = stack()
     with pytest.warns(DeprecationWarning, match="request_contact_attributes"):  # the legacy buffer, on purpose
         sensor = SensorContact(model, sensing_bodies=["box0", "box1"], request_contact_attributes=True)
-    run = Stepping(model, sensor.solver_observable_kinds)
+    run = Run(model, observe=sensor.solver_observable_kinds)
     assert run.contacts.force is not None
-    run.step(30)
+    run.step(DT, 30)
     expected = [[0.0, 0.0, MASS * G]] * 2
     sensor.update(run.s0, run.contacts, observables=run.observables)
     np.testing.assert_allclose(sensor.total_force.numpy(), expected, atol=2e-2 * MASS * G)
@@ -154,11 +134,11 @@ def test_newtons_contact_sensor_reads_the_observable_and_the_legacy_buffer():
 
 def test_body_accelerations_in_free_fall_and_at_rest():
     """``BODY_QDD``: ``(0, 0, −g, 0, 0, 0)`` for a stack falling from 1 m (no contact acts), zero at rest."""
-    run = Stepping(stack(lift=1.0), {KINDS.BODY_QDD})
-    run.step(3)
+    run = Run(stack(lift=1.0), observe={KINDS.BODY_QDD})
+    run.step(DT, 3)
     np.testing.assert_allclose(run.observables.body_qdd.numpy(), [[0, 0, -G, 0, 0, 0]] * 2, atol=1e-3)
-    run = Stepping(stack(), {KINDS.BODY_QDD})
-    run.step(30)
+    run = Run(stack(), observe={KINDS.BODY_QDD})
+    run.step(DT, 30)
     np.testing.assert_allclose(run.observables.body_qdd.numpy(), 0.0, atol=2e-2)
 
 
@@ -195,7 +175,7 @@ def test_observables_replay_from_a_graph():
             run.solver.step(a, b, None, run.contacts, DT, observables=run.observables)
 
     kinds = {KINDS.CONTACT_F, KINDS.BODY_QDD, KINDS.BODY_PARENT_F}
-    launched, captured = (Stepping(stack(), kinds) for _ in range(2))
+    launched, captured = (Run(stack(), observe=kinds) for _ in range(2))
     for run in (launched, captured):
         run.s0.joint_qd.assign(np.array([0.3, 0.0, 0.0, 0.0, 0.0, 0.5] * 2, np.float32))
         two_steps(run)  # launched first: the first step sizes the solver's buffers
@@ -244,11 +224,11 @@ def test_parent_wrench_of_a_hinged_rod_resting_on_its_tip():
     b.add_articulation([b.add_joint_revolute(-1, link, parent_xform=wp.transform(hinge, wp.quat_identity()),
                                              axis=(0, 1, 0))])  # fmt: skip
     model = b.finalize()
-    run = Stepping(model, {KINDS.BODY_PARENT_F})
-    run.step(50)
-    mass, com = float(model.body_mass.numpy()[0]), run.com(run.s0)[0]
-    force = np.array([0.0, 0.0, mass * G * (1.0 - com[0] / length)])
-    moment = np.cross(np.array(hinge) - com, force)
+    run = Run(model, observe={KINDS.BODY_PARENT_F})
+    run.step(DT, 50)
+    mass, centre = float(model.body_mass.numpy()[0]), com(model, run.s0.body_q.numpy())[0]
+    force = np.array([0.0, 0.0, mass * G * (1.0 - centre[0] / length)])
+    moment = np.cross(np.array(hinge) - centre, force)
     parent_f = run.observables.body_parent_f.numpy()[0]
     np.testing.assert_allclose(parent_f[:3], force, atol=2e-3 * mass * G)
     np.testing.assert_allclose(parent_f[3:], moment, atol=2e-3 * mass * G * length)
@@ -258,8 +238,8 @@ def test_free_bodies_receive_no_parent_wrench():
     """A FREE joint transmits nothing: for the boxes of a resting stack, held by contacts alone, the balance of
     gravity, contacts and inertia that ``BODY_PARENT_F`` reports is zero (it would be the weight if the
     contacts were left out)."""
-    run = Stepping(stack(), {KINDS.BODY_PARENT_F})
-    run.step(30)
+    run = Run(stack(), observe={KINDS.BODY_PARENT_F})
+    run.step(DT, 30)
     np.testing.assert_allclose(run.observables.body_parent_f.numpy(), 0.0, atol=2e-2 * MASS * G * HALF)
 
 
@@ -326,12 +306,12 @@ def test_welded_table_carries_a_box_resting_on_it():
     box = b.add_body(xform=wp.transform((0.2, -0.1, 0.55 + HALF), wp.quat_identity()))
     b.add_shape_box(box, hx=HALF, hy=HALF, hz=HALF, cfg=newton.ModelBuilder.ShapeConfig(density=MASS / (8 * HALF**3)))
     model = b.finalize()
-    run = Stepping(model, {KINDS.BODY_PARENT_F})
-    run.step(30)
-    com = run.com(run.s0)
+    run = Run(model, observe={KINDS.BODY_PARENT_F})
+    run.step(DT, 30)
+    centres = com(model, run.s0.body_q.numpy())
     masses = model.body_mass.numpy()
     force = np.array([0.0, 0.0, (masses[table] + masses[box]) * G])
-    moment = np.cross(com[box] - com[table], [0.0, 0.0, masses[box] * G])
+    moment = np.cross(centres[box] - centres[table], [0.0, 0.0, masses[box] * G])
     parent_f = run.observables.body_parent_f.numpy()[table]
     np.testing.assert_allclose(parent_f[:3], force, atol=2e-3 * force[2])
     np.testing.assert_allclose(parent_f[3:], moment, atol=2e-3 * force[2] * 0.2)
