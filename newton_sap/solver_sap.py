@@ -38,7 +38,7 @@ from .options import SapOptions
 from .sap import SapSolver
 from .snapshot import SapSnapshot, take_snapshot
 from .spatial import Inertia10
-from .topology import JOINT_DISTANCE, ModelError, bucket_views, build_topology, to_device
+from .topology import JOINT_DISTANCE, ModelError, bucket_views, build_topology, check_inertial_properties, to_device
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
@@ -114,12 +114,12 @@ class SolverSAP(newton.solvers.SolverBase):
         super().__init__(model)
         self.options = SapOptions.from_keywords(options).for_device(model.device)
         self._build()
+        self._refresh_model_values(newton.ModelFlags.ALL, announce=False)
 
     # ------------------------------------------------------------------ set-up
     def _build(self) -> None:
         model = self.model
         device = model.device
-        _validate_materials(model, self.options)
         o = self.options
         self.topology = build_topology(model, o.dense_max_dofs, o.dense_world_max_dofs, o.block_cholesky_max_dofs)
         topo = self.topology
@@ -168,14 +168,40 @@ class SolverSAP(newton.solvers.SolverBase):
         self._default_control = model.control(clone_variables=False)
         self._sap = SapSolver(topo, self._topo, device, self.options)
         self._dense_blocks_used = int(not self._tree_ldlt or self._sap.uses_pcg)  # free motion, PCG
-        leader, coeffs = mimic_tables(model, topo)
-        if topo.dof_count:
+        self._joint_rows = False  # any drive, finite limit or joint friction (_validate_joint_drives_and_limits)
+        self._mimic_rows = False  # any mimic coupling
+        self._sap_ran = False
+
+    def _refresh_model_values(self, flags: int, announce: bool = True) -> None:
+        """Check the model values that ``flags`` (``newton.ModelFlags``) names, as the constructor does, and
+        refresh in place what the solver derives from them: the mimic tables, whether steps solve
+        joint-space constraints, and the kinematics kept from the last step (dropped: they depend on joint
+        frames, axes and COMs). ``announce``: warn when the steps' constraints appear or disappear."""
+        F, model, topo = newton.ModelFlags, self.model, self.topology
+        flags = int(flags)
+        inertial = F.BODY_PROPERTIES | F.BODY_INERTIAL_PROPERTIES  # masses, inertias, body flags
+        inertial |= F.JOINT_DOF_PROPERTIES | F.JOINT_DOF_INERTIAL_PROPERTIES  # armature
+        if flags & inertial:
+            check_inertial_properties(model, topo)
+        if flags & F.SHAPE_PROPERTIES:
+            _validate_materials(model, self.options)
+        if flags & (F.JOINT_DOF_PROPERTIES | F.JOINT_DOF_FORCE_PROPERTIES):
+            self._joint_rows = _validate_joint_drives_and_limits(model, topo, self.options)
+        if flags & F.CONSTRAINT_PROPERTIES and topo.dof_count:
+            leader, coeffs = mimic_tables(model, topo)
             self._sap.dof_mimic_leader.assign(leader)
             self._sap.dof_mimic_coeffs.assign(coeffs)
-        self._sap.model_constraints = (
-            _validate_joint_drives_and_limits(model, topo, o) or bool((leader >= 0).any()) or len(topo.loop_joints) > 0
-        )
-        self._sap_ran = False
+            self._mimic_rows = bool((leader >= 0).any())
+        self._kinematics_q.fill_(np.nan)
+        model_constraints = self._joint_rows or self._mimic_rows or len(topo.loop_joints) > 0
+        if announce and model_constraints != self._sap.model_constraints:
+            warnings.warn(
+                f"the model {'now has' if model_constraints else 'no longer has'} drives, joint limits, joint "
+                "friction or mimic couplings: steps change what they solve; capture graphs of earlier steps again",
+                UserWarning,
+                stacklevel=3,  # the notify_model_changed call
+            )
+        self._sap.model_constraints = model_constraints
 
     def _static_tables(self, topo, device) -> None:
         """``BODY_PARENT_F``'s tables of the static bodies (welded to the world, outside every tree): all of
@@ -207,8 +233,19 @@ class SolverSAP(newton.solvers.SolverBase):
         return self.SUPPORTED_OBSERVABLES
 
     def notify_model_changed(self, flags: int) -> None:
-        """Rebuild every table and buffer from the model (topology, masses, axes may all have changed)."""
-        self._build()
+        """Newton's protocol for model arrays changed after the solver was built; ``flags``
+        (``newton.ModelFlags``) names what changed.
+
+        Steps read masses, inertias, COMs, joint frames and axes, armature, gains, limits, joint friction,
+        shape materials and gravity from the model, so changed values act from the next step on. This call
+        checks the values ``flags`` names as the constructor does (``ModelError`` naming the body, joint or
+        shape), refreshes the mimic tables (``CONSTRAINT_PROPERTIES``) and drops the kinematics kept from
+        the last step. It allocates nothing, so a captured graph stays valid and replays the new values
+        (domain randomization between replays). The one exception: a model that gains its first drive,
+        finite limit, joint friction or mimic coupling, or loses its last, changes what a step launches;
+        steps pick it up, and a warning says that graphs captured before must be captured again. Joint
+        types, parents and articulations are fixed at ``finalize``: build a new solver for a new model."""
+        self._refresh_model_values(flags)
 
     # ------------------------------------------------------------------ stepping
     def step(self, state_in, state_out, control, contacts, dt: float, *, observables=None) -> None:

@@ -158,9 +158,10 @@ def build_topology(
     Raises:
         ModelError: unsupported joint type, a body that is the child of two articulation joints (an
             unmarked kinematic loop) or a joint cycle, a loop-closing joint (outside every articulation)
-            whose type is not BALL, REVOLUTE or FIXED, a body without a joint, a kinematic body, bad mass
-            or inertia, a dof with zero inertia and zero armature, dofs that move no tree, a moving body
-            outside any world of a multi-world model, or block-Cholesky storage beyond int32 indexing.
+            whose type is not BALL, REVOLUTE or FIXED, a body without a joint, dofs that move no tree, a
+            moving body outside any world of a multi-world model, or block-Cholesky storage beyond int32
+            indexing. Masses, inertias, armature and body flags are values users change after the build:
+            :func:`check_inertial_properties` checks them.
     """
     nb = model.body_count
     nj = model.joint_count
@@ -174,12 +175,6 @@ def build_topology(
     jdof_dim = model.joint_dof_dim.numpy() if nj else np.zeros((0, 2), np.int32)
     jarticulation = model.joint_articulation.numpy() if nj else np.zeros(0, np.int32)
     bworld_raw = model.body_world.numpy() if nb else np.zeros(0, np.int32)
-    mass = model.body_mass.numpy() if nb else np.zeros(0)
-    inertia = model.body_inertia.numpy() if nb else np.zeros((0, 3, 3))
-    armature = model.joint_armature.numpy() if model.joint_dof_count else np.zeros(0)
-    body_flags = model.body_flags.numpy() if nb and model.body_flags is not None else np.zeros(nb, np.int32)
-
-    _validate_bodies(nb, mass, inertia, body_flags, body_labels)
 
     # --- joint types, the body -> joint map and loop-closing joints -----------------------------
     for j in range(nj):
@@ -447,7 +442,6 @@ def build_topology(
         world_pair_offset=world_pair_offset.astype(np.int32),
         world_pair_size=int(pair_sizes.sum()),
     )
-    _check_dof_inertia(topo, mass, inertia, armature, children, joint_labels)
     return topo
 
 
@@ -489,31 +483,43 @@ def _check_acyclic(nb: int, body_parent: np.ndarray, body_labels: list[str]) -> 
                 raise ModelError(f"{_label(body_labels, b, 'body')} lies on a joint cycle: an unmarked kinematic loop")
 
 
-def _validate_bodies(nb, mass, inertia, body_flags, body_labels) -> None:
+def check_inertial_properties(model: newton.Model, topo: Topology) -> None:
+    """Check the values the mass matrix is built from, naming the offending body or joint.
+
+    Raises:
+        ModelError: a body with a negative or non-finite mass, a non-symmetric, non-finite or indefinite
+            inertia, or the KINEMATIC flag (not supported yet); a dof whose subtree has no mass and no
+            rotational inertia while the dof has no armature (its mass-matrix diagonal is zero).
+    """
+    nb = model.body_count
+    if nb == 0:
+        return
+    body_labels, joint_labels = list(model.body_label), list(model.joint_label)
+    mass = model.body_mass.numpy().astype(np.float64)
+    inertia = model.body_inertia.numpy().astype(np.float64)
+    body_flags = model.body_flags.numpy() if model.body_flags is not None else np.zeros(nb, np.int32)
     kinematic = int(newton.BodyFlags.KINEMATIC)
     for b in range(nb):
         if not np.isfinite(mass[b]) or mass[b] < 0.0:
             raise ModelError(f"{_label(body_labels, b, 'body')} has invalid mass {mass[b]} [kg]")
-        I = np.asarray(inertia[b], np.float64)
+        I = inertia[b]
         if not np.all(np.isfinite(I)) or np.abs(I - I.T).max() > 1e-6 * max(1.0, np.abs(I).max()):
             raise ModelError(f"{_label(body_labels, b, 'body')} has a non-symmetric or non-finite inertia")
         if np.linalg.eigvalsh(I).min() < -1e-7 * max(1.0, np.abs(I).max()):
             raise ModelError(f"{_label(body_labels, b, 'body')} has an inertia that is not positive semidefinite")
         if int(body_flags[b]) & kinematic:
             raise ModelError(f"{_label(body_labels, b, 'body')} is kinematic; kinematic bodies are not supported yet")
-
-
-def _check_dof_inertia(topo: Topology, mass, inertia, armature, children, joint_labels) -> None:
-    """A dof moves its child's subtree: if that subtree has no mass and no rotational inertia, and the
-    dof has no armature, its mass-matrix diagonal is zero and A is singular."""
-    subtree_mass = mass.astype(np.float64).copy()
-    subtree_inertia = np.array([np.trace(i) for i in inertia], np.float64) if len(mass) else np.zeros(0)
-    for t in range(topo.tree_count):
-        bodies = topo.tree_bodies[topo.tree_body_start[t] : topo.tree_body_start[t + 1]]
-        for b in bodies[::-1]:
-            for c in children[b]:
-                subtree_mass[b] += subtree_mass[c]
-                subtree_inertia[b] += subtree_inertia[c]
+    if topo.dof_count == 0:
+        return
+    # a dof moves its child's subtree; tree_bodies lists parents first, so children are summed first
+    subtree_mass = mass.copy()
+    subtree_inertia = np.trace(inertia, axis1=1, axis2=2)
+    for b in topo.tree_bodies[::-1]:
+        p = int(topo.body_parent[b])
+        if p >= 0 and topo.body_tree[p] == topo.body_tree[b]:
+            subtree_mass[p] += subtree_mass[b]
+            subtree_inertia[p] += subtree_inertia[b]
+    armature = model.joint_armature.numpy()
     for i in range(topo.dof_count):
         b = topo.dof_body[i]
         if subtree_mass[b] <= 0.0 and subtree_inertia[b] <= 0.0 and armature[topo.dof_public[i]] <= 0.0:

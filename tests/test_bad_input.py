@@ -118,7 +118,53 @@ def test_limit_gains_are_checked_again_when_the_model_changes():
     solver = newton_sap.SolverSAP(model, joint_limit_stiffness=None)
     model.joint_limit_ke.assign(np.zeros(1, np.float32))
     with pytest.raises(ModelError, match="shoulder.*joint_limit_ke = 0.0"):
-        solver.notify_model_changed(0)
+        solver.notify_model_changed(newton.ModelFlags.JOINT_DOF_FORCE_PROPERTIES)
+
+
+def bad_value(model, change):
+    """``change`` applied to ``model``: (array name, index, value) set in place."""
+    name, index, value = change
+    values = getattr(model, name).numpy()
+    values[index] = value
+    getattr(model, name).assign(values)
+
+
+F = newton.ModelFlags
+NOTIFIED_CHANGES = {  # a bad value, the flag that announces it, an unrelated flag, and what the error names
+    "negative mass": (("body_mass", 1, -2.0), F.BODY_INERTIAL_PROPERTIES, F.SHAPE_PROPERTIES, "link1.*invalid mass"),
+    "indefinite inertia": (("body_inertia", 0, np.diag([0.1, 0.1, -0.1])), F.BODY_INERTIAL_PROPERTIES,
+                           F.JOINT_DOF_FORCE_PROPERTIES, "link0.*not positive semidefinite"),
+    "kinematic body": (("body_flags", 0, int(newton.BodyFlags.KINEMATIC)), F.BODY_PROPERTIES, F.CONSTRAINT_PROPERTIES,
+                       "link0.*kinematic"),
+    "massless leaf, armature removed": (("joint_armature", 1, 0.0), F.JOINT_DOF_INERTIAL_PROPERTIES,
+                                        F.JOINT_DOF_FORCE_PROPERTIES, "elbow.*massless"),
+    "negative friction coefficient": (("shape_material_mu", 1, -0.5), F.SHAPE_PROPERTIES, F.BODY_INERTIAL_PROPERTIES,
+                                      "shape 1.*friction coefficient -0.5"),
+    "negative drive gain": (("joint_target_ke", 0, -1.0), F.JOINT_DOF_FORCE_PROPERTIES, F.SHAPE_PROPERTIES,
+                            "shoulder.*negative drive gains"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(NOTIFIED_CHANGES))
+def test_values_changed_after_the_build_are_checked_when_notified(case):
+    """notify_model_changed checks the values its flags name, as the constructor does (the broad
+    JOINT_DOF_PROPERTIES and ALL included), and not the others."""
+    change, flag, unrelated, message = NOTIFIED_CHANGES[case]
+    b = newton.ModelBuilder()
+    b.default_shape_cfg.density = 0.0
+    links = [b.add_link(mass=m, label=f"link{k}") for k, m in enumerate((1.0, 0.0))]
+    joints = [b.add_joint_revolute(p, c, axis=(1, 0, 0), armature=0.01, label=name)
+              for p, c, name in ((-1, links[0], "shoulder"), (links[0], links[1], "elbow"))]  # fmt: skip
+    b.add_articulation(joints)
+    for link in links:
+        b.add_shape_sphere(link, radius=0.05)
+    model = b.finalize()
+    solver = newton_sap.SolverSAP(model)
+    bad_value(model, change)
+    solver.notify_model_changed(unrelated)
+    for flags in (flag, F.ALL):
+        with pytest.raises(ModelError, match=message):
+            solver.notify_model_changed(flags)
 
 
 @pytest.mark.parametrize(

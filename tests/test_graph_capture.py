@@ -149,3 +149,46 @@ def test_raise_on_nonconvergence_is_refused_in_a_capture():
     s0, s1 = model.state(), model.state()
     with pytest.raises(RuntimeError, match="cannot be captured"), wp.ScopedCapture(device=model.device):
         solver.step(s0, s1, None, None, DT)
+
+
+def randomize(model, seed: int) -> int:
+    """Domain randomization in place: body masses and inertias (±25 %), COMs (±1 cm), friction, drive
+    stiffness (±50 %) and armature; returns Newton's flags for these changes."""
+    rng = np.random.default_rng(seed)
+    scale = rng.uniform(0.8, 1.25, model.body_count).astype(np.float32)
+    model.body_mass.assign(model.body_mass.numpy() * scale)
+    model.body_inertia.assign(model.body_inertia.numpy() * scale[:, None, None])
+    model.body_com.assign(model.body_com.numpy() + rng.uniform(-0.01, 0.01, (model.body_count, 3)).astype(np.float32))
+    model.shape_material_mu.assign(rng.uniform(0.3, 1.0, model.shape_count).astype(np.float32))
+    ke_scale = rng.uniform(0.5, 1.5, model.joint_dof_count).astype(np.float32)
+    model.joint_target_ke.assign(model.joint_target_ke.numpy() * ke_scale)
+    model.joint_armature.assign(model.joint_armature.numpy() + np.float32(0.02))
+    F = newton.ModelFlags
+    return (
+        F.BODY_INERTIAL_PROPERTIES | F.SHAPE_PROPERTIES | F.JOINT_DOF_FORCE_PROPERTIES | F.JOINT_DOF_INERTIAL_PROPERTIES
+    )
+
+
+def test_model_changes_reach_a_captured_graph():
+    """notify_model_changed allocates nothing: a graph captured before a domain randomization replays the
+    new masses, COMs, friction, gains and armature, step for step as a solver built for the changed model."""
+    captured = Stepper(quadruped_pd(2))
+    captured.two_steps()
+    with wp.ScopedCapture(device=captured.model.device) as capture:
+        captured.two_steps()
+    captured.solver.notify_model_changed(randomize(captured.model, seed=3))
+    changed_model = quadruped_pd(2)
+    randomize(changed_model, seed=3)
+    reference, unchanged = Stepper(changed_model), Stepper(quadruped_pd(2))
+    for other in (reference, unchanged):
+        for name in ("joint_q", "joint_qd", "body_q", "body_qd"):
+            getattr(other.s0, name).assign(getattr(captured.s0, name))
+    for _ in range(3):
+        wp.capture_launch(capture.graph)
+        reference.two_steps()
+        unchanged.two_steps()
+        for name in ("joint_q", "joint_qd", "body_q", "body_qd"):
+            assert_same_run(getattr(captured.s0, name).numpy(), getattr(reference.s0, name).numpy(), name)
+        assert_same_iterations(captured.solver.stats.iterations, reference.solver.stats.iterations)
+    moved = np.abs(captured.s0.joint_qd.numpy() - unchanged.s0.joint_qd.numpy()).max()
+    assert moved > 1e-2  # [rad/s, m/s]: the changes act

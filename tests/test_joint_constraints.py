@@ -63,6 +63,36 @@ def test_pd_hold_balances_gravity():
     assert abs(bias - MASS * G * ARM * np.cos(q) * -1.0) < 1e-4 * abs(bias)  # b = −m g l cos q
 
 
+def test_drive_switched_on_after_the_build():
+    """A drive set on the model after the solver was built acts from the next notified step as if it had
+    been there from the start; notify_model_changed warns that the steps' constraints changed (graphs
+    captured before solve none), and again when the last drive goes."""
+
+    def switch(model, kp, kd):
+        mode = newton.JointTargetMode.POSITION if kp > 0.0 else newton.JointTargetMode.NONE
+        model.joint_target_mode.assign(np.array([int(mode)], np.int32))
+        model.joint_target_ke.assign(np.array([kp], np.float32))
+        model.joint_target_kd.assign(np.array([kd], np.float32))
+
+    model = pendulum()
+    solver, state, control = simulate(model, 5, 0.01, target=-0.5)  # falls freely: no constraint rows
+    assert solver.stats.num_constraints.sum() == 0
+    switch(model, 200.0, 20.0)
+    with pytest.warns(UserWarning, match="now has drives"):
+        solver.notify_model_changed(newton.ModelFlags.JOINT_DOF_FORCE_PROPERTIES)
+    reference = newton_sap.SolverSAP(pendulum(kp=200.0, kd=20.0))
+    out, expected = model.state(), model.state()
+    solver.step(state, out, control, None, 0.01)
+    reference.step(state, expected, control, None, 0.01)
+    np.testing.assert_array_equal(out.joint_qd.numpy(), expected.joint_qd.numpy())
+    assert out.joint_qd.numpy()[0] < state.joint_qd.numpy()[0]  # the drive pulls toward the target −0.5 rad
+    switch(model, 0.0, 0.0)
+    with pytest.warns(UserWarning, match="no longer has drives"):
+        solver.notify_model_changed(newton.ModelFlags.JOINT_DOF_PROPERTIES)
+    solver.step(state, out, control, None, 0.01)
+    assert solver.stats.num_constraints.sum() == 0
+
+
 def test_very_stiff_drive_is_stable_at_large_steps():
     """Kp = 1e6 at Δt = 0.01 (ω Δt ≈ 20: explicit PD diverges); the implicit drive settles."""
     _, state, _ = simulate(pendulum(kp=1e6, kd=1e3), 200, 0.01, q0=0.5, target=0.0)
