@@ -22,13 +22,22 @@ wp.set_module_options({"enable_backward": False})  # forward only: the solver bu
 
 
 @wp.func
+def normalize_keeping_nan(q: wp.quat):
+    """``q / |q|``, but a quaternion with a NaN or infinite entry is returned as it is (``wp.normalize`` would
+    return the identity): a world whose rotation broke stays non-finite, hence flagged, step after step."""
+    if wp.isfinite(wp.length(q)):
+        return wp.normalize(q)
+    return q
+
+
+@wp.func
 def rotate_quat(q: wp.quat, w: wp.vec3, dt: float):
     """``normalize(exp(dt·ω) ⊗ q)`` for an angular velocity ω [rad/s] in the frame q maps into."""
     angle = wp.length(w) * dt
     dq = wp.quat_identity()
     if angle > 0.0:
         dq = wp.quat_from_axis_angle(wp.normalize(w), angle)
-    return wp.normalize(dq * q)
+    return normalize_keeping_nan(dq * q)
 
 
 @wp.kernel
@@ -78,7 +87,9 @@ def integrate_joints(
             joint_qd_out[qd0 + k] = w[k]
     elif jtype == JOINT_FREE or jtype == JOINT_DISTANCE:
         # normalized as FK reads it: the COM offset r0 below must use the rotation the dynamics used
-        q = wp.normalize(wp.quat(joint_q_in[qs + 3], joint_q_in[qs + 4], joint_q_in[qs + 5], joint_q_in[qs + 6]))
+        q = normalize_keeping_nan(
+            wp.quat(joint_q_in[qs + 3], joint_q_in[qs + 4], joint_q_in[qs + 5], joint_q_in[qs + 6])
+        )
         w = wp.vec3(internal_v_in[d0], internal_v_in[d0 + 1], internal_v_in[d0 + 2])
         q1 = rotate_quat(q, w, dt)
         r_M = wp.transform_point(wp.transform_inverse(joint_X_c[j]), body_com[joint_child[j]])  # COM in M

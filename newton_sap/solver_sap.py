@@ -54,7 +54,8 @@ class SolverStats:
         converged: False where the world failed (non-finite state or result) or did not converge. True
             where the optimality criterion held, or where Newton's method stopped gaining at the float32
             floor (see ``SapOptions.rel_tolerance``; ``residual`` says where).
-        failed: True where the world produced a non-finite velocity; other worlds are unaffected.
+        failed: True where the world's input coordinates (``joint_q``) or its solved velocities are not finite;
+            other worlds are unaffected.
         num_contacts: Contacts of the world that entered the SAP problem.
         num_constraints: All constraints of the world in the SAP problem (contacts, drives, limits,
             joint friction, mimic couplings, loop closures).
@@ -303,7 +304,7 @@ class SolverSAP(newton.solvers.SolverBase):
             self._write_contact_forces(contacts, dt, observables, body_parent_f is not None)
         if body_parent_f is not None:
             self._joint_wrench_sums(body_parent_f)
-        self._flag_failed_worlds(v)
+        self._flag_failed_worlds(state_in.joint_q, v)
         body_qdd = _requested(observables, self.ObservableKind.BODY_QDD)
         if body_qdd is not None:  # the start's body_qd, before _integrate moves the kinematic buffers on
             wp.launch(public_body_velocities, dim=self.model.body_count,
@@ -565,16 +566,20 @@ class SolverSAP(newton.solvers.SolverBase):
                 self._y, self._x, self._v_star, device,
             )  # fmt: skip
 
-    def _flag_failed_worlds(self, v) -> None:
+    def _flag_failed_worlds(self, joint_q, v) -> None:
+        """``_world_failed``: 1 for the worlds with a non-finite input coordinate in ``joint_q`` or solved
+        internal velocity in ``v``."""
         self._world_failed.zero_()
-        if self.topology.dof_count:
+        model, T = self.model, self._topo
+        if model.joint_count:
             wp.launch(
                 _flag_nonfinite,
-                dim=self.topology.dof_count,
-                inputs=[self._topo.dof_world, v],
+                dim=model.joint_count,
+                inputs=[model.joint_child, model.joint_q_start, model.joint_dof_dim, T.joint_dof_internal_start,
+                        T.joint_in_tree, T.body_world, joint_q, v],
                 outputs=[self._world_failed],
-                device=self.model.device,
-            )
+                device=model.device,
+            )  # fmt: skip
 
     def _integrate(self, state_in, state_out, dt: float, v) -> None:
         model = self.model
@@ -765,11 +770,31 @@ def _count_dropped(
 
 @wp.kernel
 def _flag_nonfinite(
-    dof_world: wp.array(dtype=wp.int32),
+    joint_child: wp.array(dtype=wp.int32),
+    joint_q_start: wp.array(dtype=wp.int32),
+    joint_dof_dim: wp.array2d(dtype=wp.int32),
+    joint_dof_internal_start: wp.array(dtype=wp.int32),
+    joint_in_tree: wp.array(dtype=wp.int32),
+    body_world: wp.array(dtype=wp.int32),
+    joint_q_in: wp.array(dtype=float),
     v_in: wp.array(dtype=float),
     world_failed_out: wp.array(dtype=wp.int32),
 ):
-    """Mark the world of every dof whose solved velocity is NaN or infinite."""
-    i = wp.tid()
-    if not wp.isfinite(v_in[i]):
-        world_failed_out[dof_world[i]] = 1
+    """One thread per joint: mark its world when one of its input coordinates or solved (internal) velocities
+    is NaN or infinite. The coordinates are read here because a NaN quaternion reaches no velocity: the
+    kinematics normalize it to the identity."""
+    j = wp.tid()
+    world = body_world[joint_child[j]]
+    if world < 0:
+        return
+    finite = int(1)
+    for k in range(joint_q_start[j], joint_q_start[j + 1]):
+        if not wp.isfinite(joint_q_in[k]):
+            finite = 0
+    if joint_in_tree[j] != 0:
+        d0 = joint_dof_internal_start[j]
+        for k in range(joint_dof_dim[j, 0] + joint_dof_dim[j, 1]):
+            if not wp.isfinite(v_in[d0 + k]):
+                finite = 0
+    if finite == 0:
+        world_failed_out[world] = 1

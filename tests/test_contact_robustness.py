@@ -75,7 +75,10 @@ def test_non_convergence_is_flagged_or_raised():
     [{}, {"dense_world_max_dofs": 0}, {"dense_world_max_dofs": 0, "block_cholesky_max_dofs": 0}],
     ids=["dense", "block Cholesky", "PCG"],
 )
-def test_nan_world_with_contacts_does_not_spread(options):
+@pytest.mark.parametrize("coordinate", [2, 3], ids=["height", "quaternion"])
+def test_nan_world_with_contacts_does_not_spread(options, coordinate):
+    """A NaN in world 1's first box (its height, or its quaternion, which the kinematics would normalize to
+    the identity) flags that world at every step; the others end as without it."""
     robot = newton.ModelBuilder()
     with_material(robot, 0.5)
     for k in range(2):
@@ -91,9 +94,11 @@ def test_nan_world_with_contacts_does_not_spread(options):
     clean.step(0.01, 3)
     broken = Run(model, qd0=qd0, **options)
     q = broken.s0.joint_q.numpy()
-    q[14 + 2] = np.nan  # world 1, first box height
+    q[14 + coordinate] = np.nan  # world 1's first box
     broken.s0.joint_q.assign(q)
-    broken.step(0.01, 3)
+    broken.step(0.01)
+    assert broken.solver.stats.failed.tolist() == [False, True, False]
+    broken.step(0.01, 2)
     assert broken.solver.stats.converged.tolist() == [True, False, True]
     keep = np.ones(len(q), bool)
     keep[14:28] = False
