@@ -16,6 +16,8 @@ centimetres; with 1e6 a humanoid or quadruped stands within a millimetre (the ne
 SAP.md §2 keeps the problem well conditioned however stiff k is)."""
 DEFAULT_CONTACT_DISSIPATION_TIME = 0.02
 """[s] Kelvin–Voigt dissipation time scale τ_d of every contact (damping ``d = τ_d k``)."""
+FLOAT32_MAX, FLOAT32_TINY = 3.4028234663852886e38, 1.1754943508222875e-38  # the kernels' float32 range
+INT32_MAX = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,10 @@ class SapOptions:
                 raise ValueError(f"{name} must be a real number, got {value!r}")
             if not math.isfinite(value):
                 raise ValueError(f"{name} must be finite, got {value}")
+            if abs(value) > FLOAT32_MAX or 0.0 < abs(value) < FLOAT32_TINY:  # the kernels compute in float32
+                raise ValueError(
+                    f"{name} = {value} is outside float32's normal range [{FLOAT32_TINY:.3g}, {FLOAT32_MAX:.3g}]"
+                )
         if not self.rel_tolerance >= 0.0 or not self.abs_tolerance >= 0.0:
             raise ValueError("rel_tolerance and abs_tolerance must be >= 0")
         _require_int("max_iterations", self.max_iterations, minimum=1)
@@ -164,6 +170,7 @@ class SapOptions:
 
 
 def _require_int(name: str, value, minimum: int) -> None:
-    """Raise ``ValueError`` unless ``value`` is an integer (not a bool or a float) ``>= minimum``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    """Raise ``ValueError`` unless ``value`` is an integer (not a bool or a float) ``>= minimum`` that fits the
+    kernels' int32."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not minimum <= value <= INT32_MAX:
+        raise ValueError(f"{name} must be an integer in [{minimum}, {INT32_MAX}], got {value!r}")

@@ -170,10 +170,20 @@ def test_values_changed_after_the_build_are_checked_when_notified(case):
 @pytest.mark.parametrize(
     "bad",
     [{"max_iterations": 2.5}, {"max_iterations": True}, {"dense_max_dofs": 8.0}, {"dense_world_max_dofs": -1},
-     {"block_cholesky_max_dofs": "512"}],
+     {"block_cholesky_max_dofs": "512"}, {"max_iterations": 2**31}],
 )  # fmt: skip
 def test_integer_options_must_be_integers(bad):
+    """... that fit the kernels' int32 (2**31 iterations would wrap to a negative count)."""
     with pytest.raises(ValueError, match=f"{next(iter(bad))} must be an integer"):
+        newton_sap.SolverSAP(chain(), **bad)
+
+
+@pytest.mark.parametrize(
+    "bad", [{"friction_regularization": 1e-46}, {"near_rigid_threshold": 1e39}, {"contact_stiffness": 1e39}]
+)
+def test_real_options_must_fit_float32(bad):
+    """The kernels compute in float32: σ = 1e-46 would be 0 there (contacts then act not at all) and 1e39 inf."""
+    with pytest.raises(ValueError, match=f"{next(iter(bad))} = .* outside float32's normal range"):
         newton_sap.SolverSAP(chain(), **bad)
 
 
