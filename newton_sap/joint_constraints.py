@@ -29,22 +29,42 @@ SLOTS_PER_DOF = wp.constant(5)
 MIMIC_JOINT_TYPES = {int(newton.JointType.REVOLUTE), int(newton.JointType.PRISMATIC), int(newton.JointType.D6)}
 
 
+def mimic_couplings(model: newton.Model) -> list[tuple[int, int, float, float]]:
+    """Every active mimic coupling of ``model`` as ``(follower joint, leader joint, offset, multiplier)``:
+    Newton's per-joint ``joint_mimic_joint/coeffs`` (URDF mimics) and the enabled rows of its mimic
+    constraints ``constraint_mimic_*`` (how Newton's MJCF importer brings ``<equality><joint>`` couplings of
+    scalar joints; deprecated for builders, still what the importer writes)."""
+    couplings = []
+    if model.joint_mimic_joint is not None and model.joint_count:
+        mimic, coeffs = model.joint_mimic_joint.numpy(), model.joint_mimic_coeffs.numpy()
+        couplings += [(int(j), int(mimic[j]), *map(float, coeffs[j])) for j in np.nonzero(mimic >= 0)[0]]
+    if getattr(model, "constraint_mimic_count", 0):
+        follower, leader = model.constraint_mimic_joint0.numpy(), model.constraint_mimic_joint1.numpy()
+        offset, multiplier = model.constraint_mimic_coef0.numpy(), model.constraint_mimic_coef1.numpy()
+        enabled = model.constraint_mimic_enabled.numpy()
+        couplings += [
+            (int(follower[c]), int(leader[c]), float(offset[c]), float(multiplier[c]))
+            for c in range(model.constraint_mimic_count)
+            if enabled[c]
+        ]
+    return couplings
+
+
 def mimic_tables(model: newton.Model, topo) -> tuple[np.ndarray, np.ndarray]:
     """Per internal dof: the internal dof it mimics (-1: none) and ``(offset, multiplier)`` with
-    ``q = offset + multiplier · q_leader``, from Newton's ``joint_mimic_joint/coeffs``.
+    ``q = offset + multiplier · q_leader``, from :func:`mimic_couplings`.
 
     Raises:
         ModelError: a mimic between joints of different worlds, of an unsupported type, or of
-            different dof counts; the message names the follower joint.
+            different dof counts, or a joint that mimics two joints; the message names the follower joint.
     """
     from .topology import ModelError
 
     leader = np.full(topo.dof_count, -1, np.int32)
     coeffs = np.zeros((topo.dof_count, 2), np.float32)
-    if model.joint_mimic_joint is None or topo.dof_count == 0:
+    couplings = mimic_couplings(model)
+    if not couplings or topo.dof_count == 0:
         return leader, coeffs
-    mimic = model.joint_mimic_joint.numpy()
-    mimic_coeffs = model.joint_mimic_coeffs.numpy()
     jtype = model.joint_type.numpy()
     labels = list(model.joint_label)
     dim = model.joint_dof_dim.numpy().sum(axis=1)
@@ -52,8 +72,7 @@ def mimic_tables(model: newton.Model, topo) -> tuple[np.ndarray, np.ndarray]:
     qd_start = model.joint_qd_start.numpy()
     body_world = topo.body_world
     jchild = model.joint_child.numpy()
-    for j in np.nonzero(mimic >= 0)[0]:
-        ref = int(mimic[j])
+    for j, ref, offset, multiplier in couplings:
         name = f"joint {j} ('{labels[j] if j < len(labels) else j}')"
         if jtype[j] not in MIMIC_JOINT_TYPES or jtype[ref] not in MIMIC_JOINT_TYPES:
             raise ModelError(f"{name} mimics joint {ref}: only REVOLUTE, PRISMATIC and D6 joints can be coupled")
@@ -62,9 +81,11 @@ def mimic_tables(model: newton.Model, topo) -> tuple[np.ndarray, np.ndarray]:
         if body_world[jchild[j]] != body_world[jchild[ref]]:
             raise ModelError(f"{name} mimics joint {ref} of another world")
         for k in range(int(dim[j])):
-            i = internal[(int(j), int(qd_start[j]) + k)]
+            i = internal[(j, int(qd_start[j]) + k)]
+            if leader[i] >= 0:
+                raise ModelError(f"{name} mimics two joints (joint_mimic_joint or constraint_mimic_*)")
             leader[i] = internal[(ref, int(qd_start[ref]) + k)]
-            coeffs[i] = mimic_coeffs[j]
+            coeffs[i] = (offset, multiplier)
     return leader, coeffs
 
 

@@ -217,6 +217,63 @@ def test_mimic_across_worlds_is_refused():
         newton_sap.SolverSAP(model)
 
 
+MJCF_COUPLED = """
+<mujoco>
+  <worldbody>
+    <body name="a" pos="0 0 1"><joint name="ja" type="hinge" axis="0 1 0"/>
+      <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.05" contype="0" conaffinity="0"/></body>
+    <body name="b" pos="0 0.5 1"><joint name="jb" type="hinge" axis="0 1 0"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0.1" size="0.04" contype="0" conaffinity="0"/></body>
+  </worldbody>
+  <equality><joint joint1="jb" joint2="ja" polycoef="0.1 -0.5 0 0 0" active="{active}"/></equality>
+</mujoco>
+"""
+
+
+def coupled_pendulums(active: bool) -> newton.Model:
+    """Two different pendulums, horizontal (ja = 0) and at jb = 0.1; MJCF couples jb = 0.1 − 0.5 ja (Newton
+    imports it as a mimic constraint)."""
+    b = newton.ModelBuilder(gravity=(0.0, 0.0, -G))
+    b.add_mjcf(MJCF_COUPLED.format(active=str(active).lower()))
+    model = b.finalize()
+    model.joint_q.assign(np.array([0.0, 0.1], np.float32))
+    return model
+
+
+def swing(model, solver, steps=60, dt=0.005):
+    s0, s1 = model.state(), model.state()
+    newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)
+    trajectory = []
+    for _ in range(steps):
+        solver.step(s0, s1, None, None, dt)
+        s0, s1 = s1, s0
+        trajectory.append(s0.joint_q.numpy().copy())
+    return np.array(trajectory)
+
+
+def test_mjcf_joint_equality_couples_as_a_joint_mimic():
+    """Newton's MJCF importer brings an <equality><joint> as a mimic constraint (``constraint_mimic_*``), not
+    as ``joint_mimic_joint``: stepped, it is the same coupling, bit for bit, as the mimic set per joint (the
+    mimic tests above check that against references). Inactive, it couples nothing until enabled and notified."""
+    imported = coupled_pendulums(active=True)
+    assert imported.constraint_mimic_count == 1 and (imported.joint_mimic_joint.numpy() < 0).all()
+    per_joint = coupled_pendulums(active=False)  # the same model, its mimic constraint off; the mimic per joint
+    per_joint.joint_mimic_joint.assign(np.array([-1, 0], np.int32))
+    per_joint.joint_mimic_coeffs.assign(np.array([[0.0, 1.0], [0.1, -0.5]], np.float32))
+    q = swing(imported, newton_sap.SolverSAP(imported))
+    np.testing.assert_array_equal(q, swing(per_joint, newton_sap.SolverSAP(per_joint)))
+    assert np.abs(q[:, 1] - (0.1 - 0.5 * q[:, 0])).max() < 1e-4 and np.abs(q[:, 0]).max() > 0.1
+    inactive = coupled_pendulums(active=False)
+    solver = newton_sap.SolverSAP(inactive)
+    q = swing(inactive, solver, steps=10)
+    assert abs(q[-1, 1] - (0.1 - 0.5 * q[-1, 0])) > 1e-2  # each swings on its own
+    inactive.constraint_mimic_enabled.assign(np.array([True]))
+    with pytest.warns(UserWarning, match="now has drives, joint limits, joint friction or mimic couplings"):
+        solver.notify_model_changed(newton.ModelFlags.CONSTRAINT_PROPERTIES)
+    q = swing(inactive, solver)
+    assert np.abs(q[:, 1] - (0.1 - 0.5 * q[:, 0])).max() < 1e-4
+
+
 def test_quadruped_stands_under_pd_for_ten_seconds():
     """Newton's bundled quadruped (offline URDF, cylinder feet) on the ground under PD at Δt = 5e-3
     (the ``quadruped`` example scene, holding its stance)."""
