@@ -80,6 +80,7 @@ def loop_rows(
     # model
     loop_joints: wp.array(dtype=wp.int32),
     joint_type: wp.array(dtype=wp.int32),
+    joint_enabled: wp.array(dtype=wp.bool),
     joint_parent: wp.array(dtype=wp.int32),
     joint_child: wp.array(dtype=wp.int32),
     joint_X_p: wp.array(dtype=wp.transform),
@@ -110,7 +111,8 @@ def loop_rows(
     c_J: wp.array2d(dtype=wp.vec3),
     c_vc: wp.array(dtype=wp.vec3),
 ):
-    """Point and orientation slots of loop joint ``loop_joints[tid]`` (see module doc)."""
+    """Point and orientation slots of loop joint ``loop_joints[tid]`` (see module doc); both inactive while
+    its ``joint_enabled`` is False (MJCF equalities with ``active="false"``)."""
     k = wp.tid()
     j = loop_joints[k]
     slot = base + 2 * k
@@ -118,6 +120,8 @@ def loop_rows(
     c_world[slot + 1] = -1
     c_nnz[slot] = 0
     c_nnz[slot + 1] = 0
+    if not joint_enabled[j]:
+        return
     P = joint_parent[j]
     C = joint_child[j]
     X_WP = wp.transform_identity()

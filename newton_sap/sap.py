@@ -1068,9 +1068,10 @@ class SapSolver:
                 loop_rows,
                 dim=len(self.topo.loop_joints),
                 inputs=[
-                    T.loop_joints, model.joint_type, model.joint_parent, model.joint_child, model.joint_X_p,
-                    model.joint_X_c, model.joint_axis, model.joint_qd_start, T.body_world, T.body_last_dof,
-                    T.dof_parent, T.dof_tree, n_contacts + n_joint, dt, body_q, tree_ref, dof_S_tree, A_inv_diag, v0,
+                    T.loop_joints, model.joint_type, model.joint_enabled, model.joint_parent, model.joint_child,
+                    model.joint_X_p, model.joint_X_c, model.joint_axis, model.joint_qd_start, T.body_world,
+                    T.body_last_dof, T.dof_parent, T.dof_tree, n_contacts + n_joint, dt, body_q, tree_ref, dof_S_tree,
+                    A_inv_diag, v0,
                 ],
                 outputs=[self.c_world, self.c_kind, self.c_R, self.c_vhat, self.c_param, self.c_nnz, self.c_dof,
                          self.c_J, self.c_vc],

@@ -116,6 +116,13 @@ class SolverSAP(newton.solvers.SolverBase):
         self.options = SapOptions.from_keywords(options).for_device(model.device)
         self._build()
         self._refresh_model_values(newton.ModelFlags.ALL, announce=False)
+        if model.particle_count:
+            warnings.warn(
+                f"the model has {model.particle_count} particles; SolverSAP steps rigid bodies only and does not write "
+                "the output state's particle arrays (step the particles with another Newton solver)",
+                UserWarning,
+                stacklevel=2,
+            )
 
     # ------------------------------------------------------------------ set-up
     def _build(self) -> None:
@@ -180,6 +187,8 @@ class SolverSAP(newton.solvers.SolverBase):
         frames, axes and COMs). ``announce``: warn when the steps' constraints appear or disappear."""
         F, model, topo = newton.ModelFlags, self.model, self.topology
         flags = int(flags)
+        if flags & F.JOINT_PROPERTIES:
+            _warn_disabled_tree_joints(model, topo)
         inertial = F.BODY_PROPERTIES | F.BODY_INERTIAL_PROPERTIES  # masses, inertias, body flags
         inertial |= F.JOINT_DOF_PROPERTIES | F.JOINT_DOF_INERTIAL_PROPERTIES  # armature
         if flags & inertial:
@@ -692,19 +701,38 @@ def _validate_joint_drives_and_limits(model: newton.Model, topo, options: SapOpt
     return bool((scalar & (driven | limited | (friction > 0.0))).any())
 
 
+def _joint_list(model: newton.Model, joints: np.ndarray) -> str:
+    """``joints`` by index and label for a message, the first five and how many more."""
+    labels = list(model.joint_label)
+    names = [f"joint {j} ('{labels[j] if j < len(labels) else j}')" for j in joints[:5]]
+    return ", ".join(names) + (f" and {len(joints) - 5} more" if len(joints) > 5 else "")
+
+
 def _warn_ignored_joint_settings(model: newton.Model, joints: np.ndarray) -> None:
     """One warning naming ``joints`` (BALL, FREE, DISTANCE or loop-closing joints), whose drives, limits,
     friction or stiffness the solver does not apply."""
     if len(joints) == 0:
         return
-    labels = list(model.joint_label)
-    names = [f"joint {j} ('{labels[j] if j < len(labels) else j}')" for j in joints[:5]]
-    more = f" and {len(joints) - 5} more" if len(joints) > 5 else ""
     warnings.warn(
         f"drives, limits, joint friction and joint stiffness act only on REVOLUTE, PRISMATIC and D6 tree joints; "
-        f"ignored on {', '.join(names)}{more}",
+        f"ignored on {_joint_list(model, joints)}",
         UserWarning,
         stacklevel=5,  # the SolverSAP(...) or notify_model_changed call
+    )
+
+
+def _warn_disabled_tree_joints(model: newton.Model, topo) -> None:
+    """One warning naming the tree joints whose ``joint_enabled`` is False: in reduced coordinates a tree
+    joint is the body's coordinates, so it stays; only loop-closing joints can be switched off."""
+    if model.joint_count == 0:
+        return
+    disabled = np.nonzero(~model.joint_enabled.numpy().astype(bool) & (topo.joint_in_tree == 1))[0]
+    if len(disabled) == 0:
+        return
+    warnings.warn(
+        f"joint_enabled = False acts only on loop-closing joints; the tree joints {_joint_list(model, disabled)} stay",
+        UserWarning,
+        stacklevel=4,  # the SolverSAP(...) or notify_model_changed call
     )
 
 

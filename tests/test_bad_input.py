@@ -219,3 +219,13 @@ def test_newtons_defaults_on_ball_free_and_distance_joints_give_no_warning():
         warnings.simplefilter("always")
         newton_sap.SolverSAP(model)
     assert not [w for w in record if "ignored on" in str(w.message)]
+
+
+def test_particles_are_named_in_a_warning():
+    """SolverSAP steps rigid bodies only; a model with particles says so instead of leaving them frozen silently."""
+    b = newton.ModelBuilder()
+    b.add_particle((0.0, 0.0, 1.0), (0.0, 0.0, 0.0), mass=1.0)
+    link = b.add_link(mass=1.0)
+    b.add_articulation([b.add_joint_revolute(-1, link, axis=(1, 0, 0))])
+    with pytest.warns(UserWarning, match="1 particles; SolverSAP steps rigid bodies only"):
+        newton_sap.SolverSAP(b.finalize())

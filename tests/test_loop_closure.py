@@ -101,6 +101,54 @@ def test_weld_closure_holds_a_free_body_in_place():
     assert np.abs(quat_to_matrix(end[3:]) - quat_to_matrix(start[3:])).max() < 1e-4
 
 
+MJCF_CONNECT = """
+<mujoco>
+  <worldbody>
+    <body name="ball" pos="0.3 0 1"><freejoint name="free"/><geom type="sphere" size="0.05"/></body>
+  </worldbody>
+  <equality><connect body1="ball" body2="world" anchor="0 0 0" active="{active}"/></equality>
+</mujoco>
+"""
+
+
+@pytest.mark.parametrize("active", [True, False])
+def test_mjcf_connect_holds_only_while_enabled(active):
+    """Newton's MJCF importer makes an equality <connect> a BALL loop joint with ``joint_enabled`` = active:
+    enabled it holds the ball at its anchor, disabled the ball falls as semi-implicit Euler puts it
+    (z_n = z_0 − g Δt² n(n+1)/2), and switching it on mid-fall pulls the ball back."""
+    b = newton.ModelBuilder(gravity=(0.0, 0.0, -9.81))
+    b.add_mjcf(MJCF_CONNECT.format(active=str(active).lower()))
+    model = b.finalize()
+    assert model.joint_enabled.numpy().tolist() == [True, active]
+    solver = newton_sap.SolverSAP(model)
+    s0, s1 = model.state(), model.state()
+    newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)
+    dt, steps = 0.01, 30
+    for _ in range(steps):
+        solver.step(s0, s1, None, None, dt)
+        s0, s1 = s1, s0
+    z = s0.body_q.numpy()[0, 2]
+    expected = 1.0 if active else 1.0 - 9.81 * dt**2 * steps * (steps + 1) / 2
+    assert abs(z - expected) < 1e-4
+    model.joint_enabled.assign(np.array([True, True]))
+    for _ in range(30):
+        solver.step(s0, s1, None, None, dt)
+        s0, s1 = s1, s0
+    assert abs(s0.body_q.numpy()[0, 2] - 1.0) < 1e-3
+
+
+def test_disabled_tree_joint_is_named_in_a_warning():
+    """A tree joint is the body's coordinates in reduced coordinates: joint_enabled = False cannot detach it."""
+    model = four_bar()
+    enabled = model.joint_enabled.numpy()
+    enabled[1] = False
+    model.joint_enabled.assign(enabled)
+    with pytest.warns(
+        UserWarning, match=r"joint_enabled = False acts only on loop-closing joints; the tree joints joint 1"
+    ):
+        newton_sap.SolverSAP(model)
+
+
 def test_revolute_closure_orientation_rows_use_their_two_row_delassus_estimate():
     """A body on a BALL joint (and one welded to it), closed by a REVOLUTE loop joint about the same point: only the two
     orientation rows normal to the hinge act, with ``R = β² w / (4π²)`` (β = 0.1) and the Delassus estimate
