@@ -73,6 +73,21 @@ def pair_parameters(
 
 
 @wp.func
+def per_contact_parameters(k: float, tau: float, mu: float, stiffness: float, damping: float, friction_scale: float):
+    """A pair's ``(k, τ, μ)`` with a contact's own properties, in Newton's convention (``Contacts`` with
+    ``per_contact_shape_properties``, which its pipeline fills for hydroelastic shapes): ``stiffness`` > 0 [N/m]
+    replaces k, ``damping`` > 0 [N·s/m] makes τ = damping / k, ``friction_scale`` > 0 scales μ; zeros keep
+    the pair's values."""
+    if stiffness > 0.0:
+        k = stiffness
+    if damping > 0.0:
+        tau = damping / k
+    if friction_scale > 0.0:
+        mu = mu * friction_scale
+    return k, tau, mu
+
+
+@wp.func
 def contact_velocity_from_twists(
     body0: int,
     body1: int,
@@ -143,6 +158,9 @@ def contact_rows(
     contact_normal: wp.array(dtype=wp.vec3),
     contact_margin0: wp.array(dtype=float),
     contact_margin1: wp.array(dtype=float),
+    contact_stiffness: wp.array(dtype=float),
+    contact_damping: wp.array(dtype=float),
+    contact_friction_scale: wp.array(dtype=float),
     body_q: wp.array(dtype=wp.transform),
     tree_ref: wp.array(dtype=wp.vec3),
     dof_S_tree: wp.array(dtype=wp.spatial_vector),
@@ -239,6 +257,10 @@ def contact_rows(
         k_pair, tau, mu = pair_parameters(
             s0, s1, shape_ke, shape_kd, shape_mu, stiffness_override, dissipation_override
         )
+        if contact_stiffness.shape[0] > 0:  # the contacts' own properties (empty arrays: none)
+            k_pair, tau, mu = per_contact_parameters(
+                k_pair, tau, mu, contact_stiffness[i], contact_damping[i], contact_friction_scale[i]
+            )
         v_hat = contact_bias_velocity(phi0, dt, tau)
         if mode == ROWS_BUILD:
             wp.atomic_add(world_contact_count, world, 1)

@@ -952,6 +952,7 @@ class SapSolver:
         self.contact_slot_fill = zeros(2, wp.int32)  # contact slots taken from the front and from the back
         self.slots_per_thread = slots_per_thread(device)
         self.zero_dof = zeros(ndof)  # zeros over the dofs (a default joint_act; the tree solves' base)
+        self.no_contact_properties = zeros(0)  # Contacts without per-contact stiffness, damping and friction
         self.model_constraints = False
         self.dof_mimic_leader = wp.full(max(topology.dof_count, 1), -1, dtype=wp.int32, device=device)
         self.dof_mimic_coeffs = zeros(max(topology.dof_count, 1), wp.vec2)
@@ -1036,8 +1037,9 @@ class SapSolver:
                 "state": [
                     contacts.rigid_contact_count, contacts.rigid_contact_shape0, contacts.rigid_contact_shape1,
                     contacts.rigid_contact_point0, contacts.rigid_contact_point1, contacts.rigid_contact_normal,
-                    contacts.rigid_contact_margin0, contacts.rigid_contact_margin1, body_q, tree_ref, dof_S_tree,
-                    A_inv_diag, v0, self.body_twist,
+                    contacts.rigid_contact_margin0, contacts.rigid_contact_margin1,
+                    *self._per_contact_properties(contacts), body_q, tree_ref, dof_S_tree, A_inv_diag, v0,
+                    self.body_twist,
                 ],
             }  # fmt: skip
             self._parked_check_args = {
@@ -1080,6 +1082,14 @@ class SapSolver:
         if n_contacts + n_joint + n_loop == 0:
             self.c_world.fill_(-1)
         self._sort_constraints()
+
+    def _per_contact_properties(self, contacts) -> list:
+        """``contacts``' per-contact stiffness, damping and friction scale (``contact_rows``), empty arrays where
+        Newton did not allocate them."""
+        arrays = [getattr(contacts, f"rigid_contact_{name}", None) for name in ("stiffness", "damping", "friction")]
+        if any(a is None for a in arrays):
+            return [self.no_contact_properties] * 3
+        return arrays
 
     def _contact_rows(self, mode: int) -> None:
         """``contact_rows`` over this step's contact slots in ``mode`` (``ROWS_*``), with the inputs that

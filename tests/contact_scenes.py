@@ -121,13 +121,19 @@ def one_model(worlds):
 
 class Run:
     """Steps a model with ``SolverSAP`` and Newton's collision pipeline, recording per step; with ``observe``
-    (observable kinds) each step fills ``observables`` and keeps its start's ``body_q`` in ``start_body_q``."""
+    (observable kinds) each step fills ``observables`` and keeps its start's ``body_q`` in ``start_body_q``.
+    ``per_contact``: ``Contacts`` with per-contact properties, each step's set to these ``(stiffness, damping,
+    friction scale)`` after the collision."""
 
-    def __init__(self, model, qd0=None, rigid_contact_max=None, observe=(), **options):
+    def __init__(self, model, qd0=None, rigid_contact_max=None, observe=(), per_contact=None, **options):
         self.model = model
         self.solver = newton_sap.SolverSAP(model, **options)
         self.pipeline = newton.CollisionPipeline(model, rigid_contact_max=rigid_contact_max)
         self.contacts = self.pipeline.contacts()
+        self.per_contact = per_contact
+        if per_contact is not None:
+            self.contacts = newton.Contacts(self.pipeline.rigid_contact_max, 0, per_contact_shape_properties=True,
+                                            device=model.device)  # fmt: skip
         self.observables = self.solver.observables(observe, contacts=self.contacts) if observe else None
         self.start_body_q = None
         self.s0, self.s1 = model.state(), model.state()
@@ -141,6 +147,9 @@ class Run:
     def step(self, dt, steps=1):
         for _ in range(steps):
             self.pipeline.collide(self.s0, self.contacts)
+            if self.per_contact is not None:
+                for name, value in zip(("stiffness", "damping", "friction"), self.per_contact, strict=True):
+                    getattr(self.contacts, f"rigid_contact_{name}").fill_(value)
             if self.observables is not None:
                 self.start_body_q = self.s0.body_q.numpy().copy()
             self.solver.step(self.s0, self.s1, None, self.contacts, dt, observables=self.observables)

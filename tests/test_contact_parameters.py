@@ -71,6 +71,32 @@ def test_one_step_normal_impulse_follows_the_linear_law(dissipation_time):
     assert run.qd[2] == pytest.approx(expected, rel=1e-4)
 
 
+def test_per_contact_properties_replace_the_pairs():
+    """Contacts with Newton's per-contact properties (its pipeline fills them for hydroelastic shapes; here set
+    by hand): stiffness 5e3 N/m replaces the solver's 1e6, so a sphere rests m g / k deep (β = 0, within 1 %);
+    damping d makes τ_d = d / k in one step's normal impulse (the linear law above, to 1e-4); a friction scale
+    0.6 turns the pair's μ = 0.5 into 0.3, and a box slid at 2 m/s stops after v0² / (2 μ g) (within 3 %)."""
+    cfg = newton.ModelBuilder.ShapeConfig
+    k = 5e3
+    resting = Run(sphere_and_ground(cfg(mu=0.5), cfg(mu=0.5), height=RADIUS), per_contact=(k, 0.0, 0.0),
+                  near_rigid_threshold=0.0)  # fmt: skip
+    resting.step(0.01, 300)
+    assert abs((RADIUS - resting.q[2]) - MASS * G / k) < 0.01 * MASS * G / k
+    dt, tau, phi0, v0 = 0.01, 0.05, -1e-3, -0.2
+    impact = Run(sphere_and_ground(cfg(mu=0.5), cfg(mu=0.5), height=RADIUS + phi0), qd0=[0, 0, v0, 0, 0, 0],
+                 per_contact=(k, tau * k, 0.0), near_rigid_threshold=0.0)  # fmt: skip
+    impact.step(dt)
+    assert impact.qd[2] == pytest.approx(
+        (MASS * (v0 - G * dt) - dt * k * phi0) / (MASS + dt * k * (dt + tau)), rel=1e-4
+    )
+    sliding = Run(box_on_ground(mu=0.5), qd0=[2.0, 0, 0, 0, 0, 0], per_contact=(0.0, 0.0, 0.6))
+    x0 = sliding.q[0]
+    sliding.step(5e-3, 180)
+    expected = 2.0**2 / (2 * 0.3 * G)
+    assert abs(sliding.qd[0]) < 1e-3
+    assert abs((sliding.q[0] - x0) - expected) < 0.03 * expected
+
+
 @pytest.mark.parametrize("beta", [0.5, 1.0])
 def test_near_rigid_threshold_caps_the_normal_compliance(beta):
     """k = 1e9 N/m, far stiffer than the step resolves: ``R_n = β² w / (4π²)`` with the Delassus estimate
