@@ -6,7 +6,7 @@ conventions.
 * ``CONTACT_F`` (``Observables.contact_f``, and the deprecated ``contacts.force`` when allocated) [N, N·m], one
   spatial vector per contact: the force on body 0 (shape 0's body) by body 1, ``f0 = −R_WC γ / Δt``, and its
   moment ``(p − c0) × f0`` about body 0's center of mass ``c0`` (world axes; about the world origin when shape 0
-  is static), ``p`` the contact point at which SAP applies it (midway between the two surfaces at the step's
+  has no body, ``shape_body = −1``), ``p`` the contact point at which SAP applies it (midway between the two surfaces at the step's
   start; the step's constraints are linearized there). Rigid contact ``i`` is row ``i``; the rows of soft
   contacts (``rigid_contact_max`` on) are zero: this solver steps no particles.
 * ``BODY_QDD`` (``Observables.body_qdd``) [m/s², rad/s²]: the step's mean acceleration of each body,
@@ -78,7 +78,7 @@ def contact_forces(
 ):
     """Per entry of the buffer's first ``capacity``: ``force_out`` the force on shape 1, ``f1 = R_WC γ / Δt``;
     ``wrench_out`` the force on body 0 and its moment, ``[−f1; (p − c0) × (−f1)]`` with ``c0`` body 0's COM at
-    the step's start ``body_q`` (the origin for a static shape 0). From the slot of each of the
+    the step's start ``body_q`` (the origin for a shape 0 without a body). From the slot of each of the
     ``rigid_contact_count`` contacts; zero for a contact without one and for the entries after the count
     (``contact_slot`` is not read there: it holds an earlier step's slots). ``body_wrench`` [internal ``[n; f]``
     about each body's tree point, about the origin for a static body] loses each contact's wrench on each of its

@@ -33,6 +33,10 @@ class SapSnapshot:
         dofs: Per world, the (n,) increasing public dof indices of the rows and columns.
         contact_jacobian: With contacts: per world, the contacts' ``J`` of shape (3·nc, n) with
             ``v_c = J joint_qd`` [m/s], three rows (t1, t2, n) per contact in the order of Newton's contact buffer.
+        contact_index: Per world, (nc,) each contact's index in Newton's contact buffer. The buffer's contacts
+            between two bodies that cannot move (static shapes, bodies welded to the world) and those with
+            shape indices outside the model are in no world's problem: the snapshot's k-th contact is buffer
+            contact ``contact_index[w][k]``, not k.
         contact_frame: Per world, (nc, 3, 3) rotations ``R_WC = [t1 t2 n]``, normal from shape 0 to 1.
         contact_distance: Per world, (nc,) signed distances φ0 [m] (negative: penetration).
         contact_point: Per world, (nc, 3) contact points [m] in world, midway between the surfaces.
@@ -63,6 +67,7 @@ class SapSnapshot:
     v_star: list[np.ndarray] = field(default_factory=list)
     dofs: list[np.ndarray] = field(default_factory=list)
     contact_jacobian: list[np.ndarray] = field(default_factory=list)
+    contact_index: list[np.ndarray] = field(default_factory=list)
     contact_frame: list[np.ndarray] = field(default_factory=list)
     contact_distance: list[np.ndarray] = field(default_factory=list)
     contact_point: list[np.ndarray] = field(default_factory=list)
@@ -126,6 +131,7 @@ def _contact_data(solver, state, control, contacts, dt, maps, snap) -> None:
     c_world, c_kind = sap.c_world.numpy(), sap.c_kind.numpy()
     c_nnz, c_dof, c_J = sap.c_nnz.numpy(), sap.c_dof.numpy(), sap.c_J.numpy().astype(np.float64)
     arrays = {
+        "contact_index": sap.c_contact.numpy(),
         "contact_frame": sap.c_frame.numpy(),
         "contact_distance": sap.c_phi.numpy(),
         "contact_point": sap.c_point.numpy(),
@@ -157,7 +163,8 @@ def _contact_data(solver, state, control, contacts, dt, maps, snap) -> None:
         snap.constraint_impulse.append(gamma[slots])
         snap.velocity.append(T @ v_int[s:e].astype(np.float64))
         for name, values in arrays.items():
-            getattr(snap, name).append(values[slots[contacts_w]].astype(np.float64))
+            values = values[slots[contacts_w]]
+            getattr(snap, name).append(values if name == "contact_index" else values.astype(np.float64))
 
 
 def _world_matrices(topo, rows: np.ndarray) -> list[np.ndarray]:

@@ -28,19 +28,50 @@ def snapshot_of_moving_stack():
     return run, run.solver.snapshot(run.s0, dt=0.01, contacts=run.contacts)
 
 
-def test_contact_jacobian_gives_relative_point_velocities():
-    run, snap = snapshot_of_moving_stack()
+def snapshot_of_box_on_welded_pedestal():
+    """A box dropped on one of two touching pedestals, each welded to the world: the pedestals' contacts are in
+    Newton's buffer but in no world's problem (neither side moves)."""
+    b = newton.ModelBuilder()
+    b.add_ground_plane()
+    for x in (0.0, 0.599):
+        at = wp.transform((x, 0.0, 0.2), wp.quat_identity())
+        pedestal = b.add_link(mass=10.0, inertia=wp.mat33(np.eye(3, dtype=np.float32)), xform=at)
+        b.add_shape_box(pedestal, hx=0.3, hy=0.3, hz=0.2)
+        b.add_articulation([b.add_joint_fixed(-1, pedestal, parent_xform=at)])
+    box = b.add_body(xform=wp.transform((0.05, 0.0, 0.49), wp.quat_rpy(0.1, 0.0, 0.2)))
+    b.add_shape_box(box, hx=0.1, hy=0.1, hz=0.1)
+    run = Run(b.finalize(), qd0=[0.3, 0.0, -0.5, 0.2, 0.0, 0.4])
+    run.pipeline.collide(run.s0, run.contacts)
+    return run, run.solver.snapshot(run.s0, dt=0.01, contacts=run.contacts)
+
+
+@pytest.mark.parametrize(
+    ("scene", "immovable"), [(snapshot_of_moving_stack, False), (snapshot_of_box_on_welded_pedestal, True)]
+)
+def test_contact_jacobian_gives_relative_point_velocities(scene, immovable):
+    """Row k of J gives the relative velocity of buffer contact ``contact_index[k]``'s bodies at its point, in
+    its frame; every buffer contact with a moving side is there, once."""
+    run, snap = scene()
     model, state, contacts = run.model, run.s0, run.contacts
-    J, frames, points = snap.contact_jacobian[0], snap.contact_frame[0], snap.contact_point[0]
+    J, frames, points, index = (
+        snap.contact_jacobian[0],
+        snap.contact_frame[0],
+        snap.contact_point[0],
+        snap.contact_index[0],
+    )
     n = contacts.rigid_contact_count.numpy()[0]
     shape_body = model.shape_body.numpy()
-    s0, s1 = contacts.rigid_contact_shape0.numpy()[:n], contacts.rigid_contact_shape1.numpy()[:n]
-    assert len(points) == n > 4
+    body0 = shape_body[contacts.rigid_contact_shape0.numpy()[:n]]
+    body1 = shape_body[contacts.rigid_contact_shape1.numpy()[:n]]
+    moving = {
+        int(model.joint_child.numpy()[j])
+        for j in np.nonzero(model.joint_type.numpy() != int(newton.JointType.FIXED))[0]
+    }
+    assert sorted(index) == [c for c in range(n) if body0[c] in moving or body1[c] in moving]
+    assert len(points) >= 2 and (len(points) < n) == immovable
     v_c = J @ state.joint_qd.numpy().astype(np.float64)
-    for k in range(n):
-        rel = point_velocity(state, model, shape_body[s1[k]], points[k]) - point_velocity(
-            state, model, shape_body[s0[k]], points[k]
-        )
+    for k, c in enumerate(index):
+        rel = point_velocity(state, model, body1[c], points[k]) - point_velocity(state, model, body0[c], points[k])
         assert np.allclose(v_c[3 * k : 3 * k + 3], frames[k].T @ rel, atol=1e-5)
 
 
