@@ -27,7 +27,7 @@ wp.config.log_level = wp.LOG_WARNING  # before Warp initializes: no banner, no m
 
 from .examples.scenes import SCENES  # noqa: E402
 from .runner import SOLVERS, format_summary, run_scene  # noqa: E402
-from .viewers import RECORDING_FILES, VIEWERS, viewer_unavailable  # noqa: E402
+from .viewers import RECORDING_FILES, VIEWERS, module_available, viewer_unavailable  # noqa: E402
 
 DEFAULT_SCENE = "double_cartpole"
 DEFAULT_WORLDS = 256
@@ -42,10 +42,14 @@ def _positive(kind):
             raise argparse.ArgumentTypeError(f"must be finite and > 0, got {text}")
         return value
 
+    parse.__name__ = kind.__name__  # argparse names the type in "invalid int value: '2.5'"
     return parse
 
 
-def _writable_dir(path: str) -> str:
+def _unwritable(path: str) -> str | None:
+    """Why the folder ``path`` cannot take the outputs (it is created if missing), or None."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        return f"cannot write to {path!r}: not a directory"
     try:
         os.makedirs(path, exist_ok=True)
         probe = os.path.join(path, ".newton-sap-write-test")
@@ -53,8 +57,8 @@ def _writable_dir(path: str) -> str:
             f.write("")
         os.remove(probe)
     except OSError as e:
-        raise argparse.ArgumentTypeError(f"cannot write to {path!r}: {e.strerror}") from None
-    return path
+        return f"cannot write to {path!r}: {e.strerror}"
+    return None
 
 
 def _add_run_options(parser, worlds_default):
@@ -62,7 +66,7 @@ def _add_run_options(parser, worlds_default):
     parser.add_argument("--seconds", type=_positive(float), default=None, help="simulated time [s]")
     parser.add_argument("--dt", type=_positive(float), default=None, help="time step [s] (scene default)")
     parser.add_argument("--device", default=None, help="Warp device, e.g. cpu or cuda:0")
-    parser.add_argument("--out", type=_writable_dir, default="newton-sap-out", help="output folder")
+    parser.add_argument("--out", default="newton-sap-out", help="output folder (created if missing)")
     parser.add_argument(
         "--viewer", choices=VIEWERS, default="file", help="recording in --out (file, usd, rerun) or live window (gl)"
     )
@@ -95,6 +99,8 @@ def parse_args(argv):
             parser.error(f"unknown solver {args.solver!r}; valid: {', '.join(SOLVERS)}")
         if args.steps is not None and args.seconds is not None:
             parser.error("give --steps or --seconds, not both")
+        if args.solver == "mujoco" and not module_available("mujoco_warp"):
+            parser.error("--solver mujoco needs mujoco-warp: pip install 'newton-sap[bench]'")
     if args.command in ("demo", "run") and (why := viewer_unavailable(args.viewer)):
         parser.error(why)
     if args.command in ("demo", "run") and args.device is not None:
@@ -103,6 +109,8 @@ def parse_args(argv):
         except (ValueError, RuntimeError):
             available = ", ".join(device.alias for device in wp.get_devices())
             parser.error(f"device {args.device!r} is not available here; available: {available}")
+    if args.command in ("demo", "run") and (why := _unwritable(args.out)):  # last: only a valid command creates it
+        parser.error(why)
     return args
 
 
@@ -113,8 +121,16 @@ def _progress(done: int, total: int) -> None:
 
 
 def main(argv=None) -> int:
-    """The ``newton-sap`` command (``argv`` defaults to ``sys.argv[1:]``); returns the exit status: 0, or 1
-    when the run ended non-finite."""
+    """The ``newton-sap`` command (``argv`` defaults to ``sys.argv[1:]``); returns the exit status: 0, 1 when
+    the run ended non-finite, 130 when Ctrl-C came before the first step (later it ends the run early)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("newton-sap: interrupted before the run started", file=sys.stderr)
+        return 130
+
+
+def _main(argv) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.command == "list":
         width = max(len(name) for name in SCENES)

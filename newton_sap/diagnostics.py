@@ -67,4 +67,4 @@ def max_penetration(model: newton.Model, state: newton.State, contacts) -> float
     r0 = contacts.rigid_contact_margin0.numpy()[:count][valid] - margin[s0]
     r1 = contacts.rigid_contact_margin1.numpy()[:count][valid] - margin[s1]
     phi = np.einsum("ci,ci->c", n, p1 - p0) - (r0 + r1)
-    return float(max(0.0, -phi.min())) if len(phi) else 0.0
+    return float(np.maximum(0.0, -phi.min())) if len(phi) else 0.0  # NaN (a broken state) stays NaN

@@ -26,9 +26,11 @@ def make_solver(name: str, model: newton.Model):
         return SolverSAP(model)
     if name == "featherstone":
         return newton.solvers.SolverFeatherstone(model)
-    if name == "mujoco":
+    if name == "mujoco":  # buffers for every contact of the scenes (the defaults drop rows of the box stack)
+        shapes_per_world = max(model.shape_count // max(model.world_count, 1), 1)
+        nconmax = 16 * shapes_per_world
         try:
-            return newton.solvers.SolverMuJoCo(model, use_mujoco_cpu=False)
+            return newton.solvers.SolverMuJoCo(model, use_mujoco_cpu=False, nconmax=nconmax, njmax=4 * nconmax)
         except ImportError as e:
             raise RuntimeError("--solver mujoco needs mujoco-warp: pip install 'newton-sap[bench]'") from e
     raise ValueError(f"unknown solver {name!r}; valid: {', '.join(SOLVERS)}")
@@ -46,7 +48,8 @@ def run_scene(scene_name: str, worlds: int, steps: int | None, seconds: float | 
     window (closing it stops the run; it stays open after the last step until closed). With ``graph`` each step
     (collision included) after the first replays a Warp graph captured on first use (one per state parity), as
     Newton's examples do on GPUs; where capture fails the run launches kernel by kernel and the summary says
-    why. Ctrl-C stops early and still returns (and plots, records) the steps done."""
+    why. Ctrl-C stops early and still returns (and plots, records) the steps done. ``max_penetration_m`` is the
+    deepest penetration of the recorded frames' step starts and of the final state."""
     scene: Scene = SCENES[scene_name]
     dt = dt or scene.dt
     steps = steps or max(int(round((seconds or scene.seconds) / dt)), 1)
@@ -98,8 +101,10 @@ def run_scene(scene_name: str, worlds: int, steps: int | None, seconds: float | 
         solver.step(state_in, state_out, control, contacts, dt)
 
     step_graphs, graph_note = StepGraphs(model.device, graph), "yes" if graph else "no (--no-graph)"
-    interrupted, done, elapsed, timed = False, 0, 0.0, 0
+    interrupted, done, elapsed, timed, penetration = False, 0, 0.0, 0, None
     try:
+        if recorder:
+            show(0.0)
         for k in range(steps):
             while live and recorder.is_running() and recorder.is_paused():
                 show(done * dt)
@@ -120,30 +125,38 @@ def run_scene(scene_name: str, worlds: int, steps: int | None, seconds: float | 
                 timed += 1
             s0, s1 = s1, s0
             done = k + 1
+            record = {"time": done * dt}
+            if conservative:
+                record["value"] = float(mechanical_energy(model, s0)[0])
+            else:
+                record["value"] = float(s0.body_q.numpy()[body][scene.traced_axis])
             if isinstance(solver, SolverSAP):
                 stats = solver.stats
                 iterations.append(stats.iterations)
                 converged.append(stats.converged)
                 num_contacts.append(stats.num_contacts)
-                series["iterations_mean"].append(float(stats.iterations.mean()))
-                series["iterations_max"].append(int(stats.iterations.max()))
-                series["contacts"].append(float(stats.num_contacts.mean()))
+                record["iterations_mean"] = float(stats.iterations.mean())
+                record["iterations_max"] = int(stats.iterations.max())
+                record["contacts"] = float(stats.num_contacts.mean())
                 failed_worlds = int(np.count_nonzero(stats.failed))
                 buffer_full_steps = (buffer_full_steps or 0) + int(stats.contact_buffer_full)
                 dropped_max = max(dropped_max or 0, int(stats.contacts_dropped))
-            series["time"].append(done * dt)
-            if conservative:
-                series["value"].append(float(mechanical_energy(model, s0)[0]))
-            else:
-                series["value"].append(float(s0.body_q.numpy()[body][scene.traced_axis]))
-            if recorder and k % frame_every == 0:
-                show(done * dt)
+            for key, value in record.items():
+                series[key].append(value)
+            if k % frame_every == 0:
+                if pipeline:  # the contacts were collided at the step's start, which s1 holds now
+                    penetration = _deeper(penetration, max_penetration(model, s1, contacts))
+                if recorder:
+                    show(done * dt)
             if progress:
                 progress(done, steps)
         while live and not interrupted and recorder.is_running():
             show(done * dt)
     except KeyboardInterrupt:
         interrupted = True
+    _align(series)  # an interrupt may have come between the appends of a step
+    if step_graphs.enabled and not step_graphs.graphs:
+        graph_note = "no (the run ended before the first capture, on the second step)"
     if recorder:
         recorder.close()
     if plot:
@@ -153,10 +166,9 @@ def run_scene(scene_name: str, worlds: int, steps: int | None, seconds: float | 
     if not scene.contacts and scene.targets is None:
         e1 = mechanical_energy(model, s0)
         energy_drift = float(np.max(np.abs(e1 - e0) / np.maximum(np.abs(e0), 1e-9)))
-    penetration = None
     if pipeline:
         pipeline.collide(s0, contacts)
-        penetration = max_penetration(model, s0, contacts)
+        penetration = _deeper(penetration, max_penetration(model, s0, contacts))
     return {
         "scene": scene_name,
         "solver": solver_name,
@@ -178,8 +190,22 @@ def run_scene(scene_name: str, worlds: int, steps: int | None, seconds: float | 
         "failed_worlds": failed_worlds,
         "max_penetration_m": penetration,
         "energy_drift_max": energy_drift,
+        "max_speed_final": float(np.abs(s0.joint_qd.numpy()).max(initial=0.0)),
         "finite": bool(np.all(np.isfinite(q)) and np.all(np.isfinite(s0.joint_qd.numpy()))),
     }
+
+
+def _deeper(a: float | None, b: float) -> float:
+    """The deeper of two penetrations [m]; NaN (a broken state) wins."""
+    return b if a is None or math.isnan(b) or b > a else a
+
+
+def _align(series: dict) -> None:
+    """Cut the per-step lists of ``series`` to the steps that every one of them holds."""
+    lists = [key for key, value in series.items() if isinstance(value, list) and value]
+    n = min((len(series[key]) for key in lists), default=0)
+    for key in lists:
+        del series[key][n:]
 
 
 def format_summary(summary: dict) -> str:

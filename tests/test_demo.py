@@ -137,6 +137,67 @@ def test_ctrl_c_keeps_the_partial_summary(tmp_path):
     assert plot.exists() and recording.exists()
 
 
+def test_ctrl_c_between_a_steps_records_keeps_the_plot_consistent(tmp_path, monkeypatch):
+    """An interrupt inside a step's bookkeeping (here the energy of its end, computed after the step) leaves
+    every plotted series at the same length: the plot is written."""
+    calls = []
+
+    def energy_then_interrupt(model, state):
+        calls.append(1)
+        if len(calls) == 4:  # the initial energy, then the third step's
+            raise KeyboardInterrupt
+        return mechanical_energy(model, state)
+
+    monkeypatch.setattr(runner, "mechanical_energy", energy_then_interrupt)
+    plot = tmp_path / "plot.png"
+    summary = run_scene("double_cartpole", 1, 10, None, None, plot=str(plot))
+    assert summary["interrupted"] and summary["steps"] == 3
+    assert plot.exists()
+
+
+def test_penetration_is_the_deepest_of_the_run(monkeypatch):
+    """max_penetration_m is the deepest of the recorded frames and the final state, not the final state's."""
+    depths = iter([0.002, 0.001, 0.0005, 0.0])
+    monkeypatch.setattr(runner, "max_penetration", lambda model, state, contacts: next(depths, 0.0))
+    summary = run_scene("box_stack", 1, 60, None, 0.02, graph=False)  # frames every 2 steps at Δt 0.02
+    assert summary["max_penetration_m"] == 0.002
+
+
+def test_a_run_too_short_to_capture_says_no_graph_ran():
+    assert run_scene("box_stack", 1, 1, None, None)["graph"].startswith("no (the run ended before the first capture")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [(["--worlds", "2.5"], "invalid int value: '2.5'"), (["run", "ant", "--solver", "mujoco"], "needs mujoco-warp")],
+)
+def test_cli_names_what_is_wrong(argv, message, monkeypatch, capsys):
+    monkeypatch.setattr("newton_sap.__main__.module_available", lambda name: name != "mujoco_warp")
+    with pytest.raises(SystemExit):
+        parse_args(argv)
+    assert message in capsys.readouterr().err
+
+
+def test_cli_out_is_created_only_for_a_valid_command(tmp_path, capsys):
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    with pytest.raises(SystemExit):
+        parse_args(["run", "ant", "--out", str(afile)])
+    assert "not a directory" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        parse_args(["run", "nope", "--out", str(tmp_path / "new")])
+    assert not (tmp_path / "new").exists()
+
+
+def test_ctrl_c_before_the_run_exits_130(monkeypatch, capsys, tmp_path):
+    def interrupted_build(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("newton_sap.__main__.run_scene", interrupted_build)
+    assert main(["run", "ant", "--out", str(tmp_path)]) == 130
+    assert "interrupted before the run started" in capsys.readouterr().err
+
+
 def test_panda_pushes_the_cube_along_the_ground():
     """The Panda's fingertips push the 5 cm cube about 10 cm along +x, then the hand lifts: the cube slid, did not
     turn, tip over or fly, rests flat on the ground; the arm tracks its targets; every world converges."""
@@ -245,7 +306,7 @@ def test_live_viewer_pauses_and_closing_it_stops_the_run(monkeypatch):
     window = _Window(paused=2, frames=6)
     monkeypatch.setattr(runner, "make_viewer", lambda kind, recording, fps: window)
     summary = run_scene("box_stack", 1, 30, None, None, viewer="gl")
-    # 2 paused frames at t = 0, then one frame every 3 steps (dt 0.01 s, 30 frames per second): steps 1, 4, 7, 10
+    # the start and a paused frame at t = 0, then one frame every 3 steps (dt 0.01 s, 30 per second): steps 1, 4, 7, 10
     assert window.shown == pytest.approx([0.0, 0.0, 0.01, 0.04, 0.07, 0.10])
     assert summary["interrupted"] and summary["steps"] == 10 and window.closed  # closed after step 10
 
@@ -255,4 +316,4 @@ def test_live_viewer_stays_open_after_the_run(monkeypatch):
     monkeypatch.setattr(runner, "make_viewer", lambda kind, recording, fps: window)
     summary = run_scene("box_stack", 1, 6, None, None, viewer="gl")
     assert not summary["interrupted"] and summary["steps"] == 6
-    assert window.shown == pytest.approx([0.01, 0.04] + [0.06] * 6) and window.closed
+    assert window.shown == pytest.approx([0.0, 0.01, 0.04] + [0.06] * 5) and window.closed  # the start, then 30 fps

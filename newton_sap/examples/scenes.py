@@ -68,13 +68,16 @@ def box_stack(worlds: int) -> newton.Model:
 
 
 def sphere_pile(worlds: int) -> newton.Model:
-    """Twenty spheres (r = 5 cm) dropped into a bin of four static walls."""
+    """Twenty spheres (r = 5 cm) dropped into a bin of four static walls: five layers, 12 cm apart, of 2 × 2
+    spheres 13 cm apart, jittered by up to 1 cm so the pile is not a lattice (none touch at the start)."""
     robot = newton.ModelBuilder()
     for x, y, hx, hy in ((0.25, 0, 0.02, 0.25), (-0.25, 0, 0.02, 0.25), (0, 0.25, 0.25, 0.02), (0, -0.25, 0.25, 0.02)):
         robot.add_shape_box(-1, xform=wp.transform((x, y, 0.25), wp.quat_identity()), hx=hx, hy=hy, hz=0.25)
     rng = np.random.default_rng(0)
     for k in range(20):
-        p = (rng.uniform(-0.15, 0.15), rng.uniform(-0.15, 0.15), 0.06 + 0.11 * k / 3)
+        layer, i, j = k // 4, (k // 2) % 2, k % 2
+        dx, dy = rng.uniform(-0.01, 0.01, 2)
+        p = (0.13 * (i - 0.5) + dx, 0.13 * (j - 0.5) + dy, 0.06 + 0.12 * layer)
         robot.add_shape_sphere(robot.add_body(xform=wp.transform(p, wp.quat_identity())), radius=0.05)
     return _replicate(robot, worlds)
 
