@@ -38,7 +38,15 @@ from .options import SapOptions
 from .sap import SapSolver
 from .snapshot import SapSnapshot, take_snapshot
 from .spatial import Inertia10
-from .topology import JOINT_DISTANCE, ModelError, bucket_views, build_topology, check_inertial_properties, to_device
+from .topology import (
+    JOINT_DISTANCE,
+    ModelError,
+    bucket_views,
+    build_topology,
+    check_inertial_properties,
+    first_problem,
+    to_device,
+)
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
@@ -740,21 +748,22 @@ def _validate_materials(model: newton.Model, options: SapOptions) -> None:
     """Shape materials the contact model reads must be physical; the error names the shape."""
     if model.shape_count == 0:
         return
-    labels = list(model.shape_label)
     ke = model.shape_material_ke.numpy()
     kd = model.shape_material_kd.numpy()
     mu = model.shape_material_mu.numpy()
-    for s in range(model.shape_count):
-        name = f"shape {s} ('{labels[s] if s < len(labels) else s}')"
-        if not (np.isfinite(mu[s]) and mu[s] >= 0.0):
-            raise ModelError(f"{name} has friction coefficient {mu[s]}; it must be finite and >= 0")
-        uses_ke = options.contact_stiffness is None or options.contact_dissipation_time is None
-        if uses_ke and not (np.isfinite(ke[s]) and ke[s] > 0.0):
-            raise ModelError(
-                f"{name} has contact stiffness shape_material_ke = {ke[s]} [N/m]; it must be finite and > 0"
-            )
-        if options.contact_dissipation_time is None and not (np.isfinite(kd[s]) and kd[s] >= 0.0):
-            raise ModelError(f"{name} has contact damping shape_material_kd = {kd[s]}; it must be finite and >= 0")
+    uses_ke = options.contact_stiffness is None or options.contact_dissipation_time is None
+    uses_kd = options.contact_dissipation_time is None
+    problems = (  # vectorized over the shapes; the first offending shape is named
+        (~(np.isfinite(mu) & (mu >= 0.0)), lambda s: f"has friction coefficient {mu[s]}; it must be finite and >= 0"),
+        (uses_ke & ~(np.isfinite(ke) & (ke > 0.0)),
+         lambda s: f"has contact stiffness shape_material_ke = {ke[s]} [N/m]; it must be finite and > 0"),
+        (uses_kd & ~(np.isfinite(kd) & (kd >= 0.0)),
+         lambda s: f"has contact damping shape_material_kd = {kd[s]}; it must be finite and >= 0"),
+    )  # fmt: skip
+    if found := first_problem(problems):
+        s, message = found
+        labels = list(model.shape_label)
+        raise ModelError(f"shape {s} ('{labels[s] if s < len(labels) else s}') {message}")
 
 
 _ARRAY_LENGTHS = {  # a state or control array -> the Model count that is its length, and what it counts

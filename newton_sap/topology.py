@@ -483,6 +483,16 @@ def _check_acyclic(nb: int, body_parent: np.ndarray, body_labels: list[str]) -> 
                 raise ModelError(f"{_label(body_labels, b, 'body')} lies on a joint cycle: an unmarked kinematic loop")
 
 
+def first_problem(problems) -> tuple[int, str] | None:
+    """The lowest index that any of ``problems`` flags, and its first problem's description: ``problems`` are
+    ``(mask, describe)`` pairs over the same entities, ``describe(index)`` a message; None when none is flagged."""
+    bad = np.logical_or.reduce([mask for mask, _ in problems])
+    if not bad.any():
+        return None
+    index = int(np.argmax(bad))
+    return index, next(describe(index) for mask, describe in problems if mask[index])
+
+
 def check_inertial_properties(model: newton.Model, topo: Topology) -> None:
     """Check the values the mass matrix is built from, naming the offending body or joint.
 
@@ -494,40 +504,44 @@ def check_inertial_properties(model: newton.Model, topo: Topology) -> None:
     nb = model.body_count
     if nb == 0:
         return
-    body_labels, joint_labels = list(model.body_label), list(model.joint_label)
     mass = model.body_mass.numpy().astype(np.float64)
     inertia = model.body_inertia.numpy().astype(np.float64)
     body_flags = model.body_flags.numpy() if model.body_flags is not None else np.zeros(nb, np.int32)
-    kinematic = int(newton.BodyFlags.KINEMATIC)
-    for b in range(nb):
-        if not np.isfinite(mass[b]) or mass[b] < 0.0:
-            raise ModelError(f"{_label(body_labels, b, 'body')} has invalid mass {mass[b]} [kg]")
-        I = inertia[b]
-        if not np.all(np.isfinite(I)) or np.abs(I - I.T).max() > 1e-6 * max(1.0, np.abs(I).max()):
-            raise ModelError(f"{_label(body_labels, b, 'body')} has a non-symmetric or non-finite inertia")
-        if np.linalg.eigvalsh(I).min() < -1e-7 * max(1.0, np.abs(I).max()):
-            raise ModelError(f"{_label(body_labels, b, 'body')} has an inertia that is not positive semidefinite")
-        if int(body_flags[b]) & kinematic:
-            raise ModelError(f"{_label(body_labels, b, 'body')} is kinematic; kinematic bodies are not supported yet")
+    # vectorized over the bodies (domain randomization notifies them often); the first offending body is named
+    finite = np.isfinite(inertia).all(axis=(1, 2))
+    scale = np.maximum(1.0, np.abs(np.where(finite[:, None, None], inertia, 0.0)).max(axis=(1, 2)))
+    asymmetric = ~finite | (np.abs(inertia - inertia.transpose(0, 2, 1)).max(axis=(1, 2)) > 1e-6 * scale)
+    lowest = np.linalg.eigvalsh(np.where(asymmetric[:, None, None], 0.0, inertia)).min(axis=1)
+    problems = (
+        (~np.isfinite(mass) | (mass < 0.0), lambda b: f"has invalid mass {mass[b]} [kg]"),
+        (asymmetric, lambda b: "has a non-symmetric or non-finite inertia"),
+        (lowest < -1e-7 * scale, lambda b: "has an inertia that is not positive semidefinite"),
+        (
+            (body_flags & int(newton.BodyFlags.KINEMATIC)) != 0,
+            lambda b: "is kinematic; kinematic bodies are not supported yet",
+        ),
+    )
+    if found := first_problem(problems):
+        b, message = found
+        raise ModelError(f"{_label(list(model.body_label), b, 'body')} {message}")
     if topo.dof_count == 0:
         return
-    # a dof moves its child's subtree; tree_bodies lists parents first, so children are summed first
+    # a dof moves its child's subtree: sums over the subtrees, deepest bodies first (body_levels)
     subtree_mass = mass.copy()
     subtree_inertia = np.trace(inertia, axis1=1, axis2=2)
-    for b in topo.tree_bodies[::-1]:
-        p = int(topo.body_parent[b])
-        if p >= 0 and topo.body_tree[p] == topo.body_tree[b]:
-            subtree_mass[p] += subtree_mass[b]
-            subtree_inertia[p] += subtree_inertia[b]
-    armature = model.joint_armature.numpy()
-    for i in range(topo.dof_count):
-        b = topo.dof_body[i]
-        if subtree_mass[b] <= 0.0 and subtree_inertia[b] <= 0.0 and armature[topo.dof_public[i]] <= 0.0:
-            j = int(topo.dof_joint[i])
-            raise ModelError(
-                f"{_label(joint_labels, j, 'joint')} moves only massless bodies and has no armature: "
-                "its mass-matrix diagonal is zero"
-            )
+    for level in topo.body_levels[::-1]:
+        np.add.at(subtree_mass, topo.body_parent[level], subtree_mass[level])
+        np.add.at(subtree_inertia, topo.body_parent[level], subtree_inertia[level])
+    b = topo.dof_body
+    massless = (
+        (subtree_mass[b] <= 0.0) & (subtree_inertia[b] <= 0.0) & (model.joint_armature.numpy()[topo.dof_public] <= 0.0)
+    )
+    if massless.any():
+        j = int(topo.dof_joint[int(np.argmax(massless))])
+        raise ModelError(
+            f"{_label(list(model.joint_label), j, 'joint')} moves only massless bodies and has no armature: "
+            "its mass-matrix diagonal is zero"
+        )
 
 
 @dataclass
