@@ -125,7 +125,7 @@ def _contact_data(solver, state, control, contacts, dt, maps, snap) -> None:
                           solver._A_inv_diag, solver._v0, solver._tau, dt)  # fmt: skip
     v = sap.solve(solver._rows, solver._dense, solver._v0, solver._v_star, solver._tau, dt,
                   functools.partial(solver._free_motion, dt))  # fmt: skip
-    solver._flag_failed_worlds(state.joint_q, v)
+    solver._flag_failed_worlds(state, control, v)
     sap.complete_parked_rows()  # the parked contacts' Jacobians and compliances, not formed by the solve
     v_int = v.numpy()
     c_world, c_kind = sap.c_world.numpy(), sap.c_kind.numpy()

@@ -62,8 +62,8 @@ class SolverStats:
         converged: False where the world failed (non-finite state or result) or did not converge. True
             where the optimality criterion held, or where Newton's method stopped gaining at the float32
             floor (see ``SapOptions.rel_tolerance``; ``residual`` says where).
-        failed: True where the world's input coordinates (``joint_q``) or its solved velocities are not finite;
-            other worlds are unaffected.
+        failed: True where one of the world's inputs (``joint_q``, ``body_f``, the control arrays) or its solved
+            velocities is not finite; other worlds are unaffected.
         num_contacts: Contacts of the world that entered the SAP problem.
         num_constraints: All constraints of the world in the SAP problem (contacts, drives, limits,
             joint friction, mimic couplings, loop closures).
@@ -321,7 +321,7 @@ class SolverSAP(newton.solvers.SolverBase):
             self._write_contact_forces(contacts, dt, observables, body_parent_f is not None)
         if body_parent_f is not None:
             self._joint_wrench_sums(body_parent_f)
-        self._flag_failed_worlds(state_in.joint_q, v)
+        self._flag_failed_worlds(state_in, control, v)
         body_qdd = _requested(observables, self.ObservableKind.BODY_QDD)
         if body_qdd is not None:  # the start's body_qd, before _integrate moves the kinematic buffers on
             wp.launch(public_body_velocities, dim=self.model.body_count,
@@ -583,17 +583,21 @@ class SolverSAP(newton.solvers.SolverBase):
                 self._y, self._x, self._v_star, device,
             )  # fmt: skip
 
-    def _flag_failed_worlds(self, joint_q, v) -> None:
-        """``_world_failed``: 1 for the worlds with a non-finite input coordinate in ``joint_q`` or solved
-        internal velocity in ``v``."""
+    def _flag_failed_worlds(self, state, control, v) -> None:
+        """``_world_failed``: 1 for the worlds with a non-finite input (``state.joint_q``, ``state.body_f``, the
+        arrays of the resolved ``control``) or solved internal velocity in ``v``."""
         self._world_failed.zero_()
         model, T = self.model, self._topo
         if model.joint_count:
+            dof_input = [getattr(control, name) if getattr(control, name) is not None else self._zero_joint_f
+                         for name in ("joint_f", "joint_target_qd", "joint_act")]  # fmt: skip
+            target_q = control.joint_target_q if control.joint_target_q is not None else state.joint_q
             wp.launch(
                 _flag_nonfinite,
                 dim=model.joint_count,
-                inputs=[model.joint_child, model.joint_q_start, model.joint_dof_dim, T.joint_dof_internal_start,
-                        T.joint_in_tree, T.body_world, joint_q, v],
+                inputs=[model.joint_child, model.joint_q_start, model.joint_qd_start, model.joint_dof_dim,
+                        T.joint_dof_internal_start, T.joint_in_tree, T.body_world, state.joint_q, target_q,
+                        *dof_input, state.body_f if state.body_f is not None else self._zero_body_f, v],
                 outputs=[self._world_failed],
                 device=model.device,
             )  # fmt: skip
@@ -669,7 +673,8 @@ def _requested(observables, kind: str):
 
 def _validate_joint_drives_and_limits(model: newton.Model, topo, options: SapOptions) -> bool:
     """Check drive gains, effort limits, limit ranges, limit gains (those of Newton's model, read when
-    ``joint_limit_stiffness`` is None) and friction of the scalar-coordinate tree dofs, naming the joint;
+    ``joint_limit_stiffness`` is None) and friction of the scalar-coordinate tree dofs, and every dof's joint
+    damping and stiffness (finite, >= 0; NaN refused), naming the joint and dof;
     warn about the drives, limits, friction and stiffness set on the other dofs, which the solver ignores.
     Return whether the model has any drive, finite limit or joint friction (then every step solves SAP)."""
     if model.joint_dof_count == 0:
@@ -688,24 +693,33 @@ def _validate_joint_drives_and_limits(model: newton.Model, topo, options: SapOpt
     scalar[topo.dof_public[topo.dof_coord >= 0]] = True
     dof_joint = np.repeat(np.arange(model.joint_count), model.joint_dof_dim.numpy().sum(axis=1))
     distance_range = limited & (model.joint_type.numpy()[dof_joint] == JOINT_DISTANCE)  # documented as ignored
-    set_dofs = driven | (limited & ~distance_range) | (friction > 0.0) | (model.joint_stiffness.numpy() > 0.0)
+    damping, stiffness = model.joint_damping.numpy(), model.joint_stiffness.numpy()
+    set_dofs = driven | (limited & ~distance_range) | (friction > 0.0) | (stiffness > 0.0)
     _warn_ignored_joint_settings(model, np.unique(dof_joint[~scalar & set_dofs]))
-    for i in np.nonzero(topo.dof_coord >= 0)[0]:
-        p, j = int(topo.dof_public[i]), int(topo.dof_joint[i])
-        name = f"joint {j} ('{labels[j] if j < len(labels) else j}') dof {p}"
-        if ke[p] < 0.0 or kd[p] < 0.0:
-            raise ModelError(f"{name} has negative drive gains (ke = {ke[p]}, kd = {kd[p]})")
-        if driven[p] and not effort[p] > 0.0:
-            raise ModelError(f"{name} has a drive with effort limit {effort[p]}; it must be > 0")
-        if lower[p] > upper[p]:
-            raise ModelError(f"{name} has lower limit {lower[p]} above upper limit {upper[p]}")
-        if limited[p] and options.joint_limit_stiffness is None:
-            if not (np.isfinite(limit_ke[p]) and limit_ke[p] > 0.0):
-                raise ModelError(f"{name} has a limit with joint_limit_ke = {limit_ke[p]}; it must be finite and > 0")
-            if not (np.isfinite(limit_kd[p]) and limit_kd[p] >= 0.0):
-                raise ModelError(f"{name} has a limit with joint_limit_kd = {limit_kd[p]}; it must be finite and >= 0")
-        if friction[p] < 0.0:
-            raise ModelError(f"{name} has negative joint friction {friction[p]}")
+
+    def finite_at_least_zero(x):
+        return np.isfinite(x) & (x >= 0.0)  # False for NaN
+
+    limit_gains = scalar & limited & (options.joint_limit_stiffness is None)
+    problems = (  # over the public dofs, vectorized (NaN fails every check); the first offending dof is named
+        (scalar & ~(finite_at_least_zero(ke) & finite_at_least_zero(kd)),
+         lambda p: f"has negative or non-finite drive gains (ke = {ke[p]}, kd = {kd[p]})"),
+        (driven & scalar & ~(effort > 0.0), lambda p: f"has a drive with effort limit {effort[p]}; it must be > 0"),
+        (scalar & (np.isnan(lower) | np.isnan(upper)), lambda p: f"has a NaN limit ({lower[p]}, {upper[p]})"),
+        (scalar & (lower > upper), lambda p: f"has lower limit {lower[p]} above upper limit {upper[p]}"),
+        (limit_gains & ~(np.isfinite(limit_ke) & (limit_ke > 0.0)),
+         lambda p: f"has a limit with joint_limit_ke = {limit_ke[p]}; it must be finite and > 0"),
+        (limit_gains & ~finite_at_least_zero(limit_kd),
+         lambda p: f"has a limit with joint_limit_kd = {limit_kd[p]}; it must be finite and >= 0"),
+        (scalar & ~finite_at_least_zero(friction),
+         lambda p: f"has joint friction {friction[p]}; it must be finite and >= 0"),
+        (~finite_at_least_zero(damping), lambda p: f"has joint_damping {damping[p]}; it must be finite and >= 0"),
+        (~finite_at_least_zero(stiffness), lambda p: f"has joint_stiffness {stiffness[p]}; it must be finite and >= 0"),
+    )  # fmt: skip
+    if found := first_problem(problems):
+        p, message = found
+        j = int(dof_joint[p])
+        raise ModelError(f"joint {j} ('{labels[j] if j < len(labels) else j}') dof {p} {message}")
     return bool((scalar & (driven | limited | (friction > 0.0))).any())
 
 
@@ -809,26 +823,41 @@ def _count_dropped(
 def _flag_nonfinite(
     joint_child: wp.array(dtype=wp.int32),
     joint_q_start: wp.array(dtype=wp.int32),
+    joint_qd_start: wp.array(dtype=wp.int32),
     joint_dof_dim: wp.array2d(dtype=wp.int32),
     joint_dof_internal_start: wp.array(dtype=wp.int32),
     joint_in_tree: wp.array(dtype=wp.int32),
     body_world: wp.array(dtype=wp.int32),
     joint_q_in: wp.array(dtype=float),
+    joint_target_q_in: wp.array(dtype=float),
+    joint_f_in: wp.array(dtype=float),
+    joint_target_qd_in: wp.array(dtype=float),
+    joint_act_in: wp.array(dtype=float),
+    body_f_in: wp.array(dtype=wp.spatial_vector),
     v_in: wp.array(dtype=float),
     world_failed_out: wp.array(dtype=wp.int32),
 ):
-    """One thread per joint: mark its world when one of its input coordinates or solved (internal) velocities
-    is NaN or infinite. The coordinates are read here because a NaN quaternion reaches no velocity: the
-    kinematics normalize it to the identity."""
+    """One thread per joint: mark its world when one of its inputs (coordinates, position targets; forces,
+    velocity targets and feed-forward of its dofs; its child's ``body_f``) or solved (internal) velocities is
+    NaN or infinite. The inputs are read here because some reach no velocity: the kinematics normalize a NaN
+    quaternion to the identity, a drive clamps a NaN impulse to its effort limit, a NaN force stops only the
+    world's Newton iterations."""
     j = wp.tid()
     world = body_world[joint_child[j]]
     if world < 0:
         return
     finite = int(1)
     for k in range(joint_q_start[j], joint_q_start[j + 1]):
-        if not wp.isfinite(joint_q_in[k]):
+        if not (wp.isfinite(joint_q_in[k]) and wp.isfinite(joint_target_q_in[k])):
+            finite = 0
+    for k in range(joint_qd_start[j], joint_qd_start[j + 1]):
+        if not (wp.isfinite(joint_f_in[k]) and wp.isfinite(joint_target_qd_in[k]) and wp.isfinite(joint_act_in[k])):
             finite = 0
     if joint_in_tree[j] != 0:
+        f = body_f_in[joint_child[j]]
+        for k in range(6):
+            if not wp.isfinite(f[k]):
+                finite = 0
         d0 = joint_dof_internal_start[j]
         for k in range(joint_dof_dim[j, 0] + joint_dof_dim[j, 1]):
             if not wp.isfinite(v_in[d0 + k]):

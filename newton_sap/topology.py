@@ -498,8 +498,9 @@ def check_inertial_properties(model: newton.Model, topo: Topology) -> None:
 
     Raises:
         ModelError: a body with a negative or non-finite mass, a non-symmetric, non-finite or indefinite
-            inertia, or the KINEMATIC flag (not supported yet); a dof whose subtree has no mass and no
-            rotational inertia while the dof has no armature (its mass-matrix diagonal is zero).
+            inertia, or the KINEMATIC flag (not supported yet); a dof with a negative or non-finite armature, or
+            whose subtree has no mass and no rotational inertia while the dof has no armature (its mass-matrix
+            diagonal is zero).
     """
     nb = model.body_count
     if nb == 0:
@@ -532,16 +533,16 @@ def check_inertial_properties(model: newton.Model, topo: Topology) -> None:
     for level in topo.body_levels[::-1]:
         np.add.at(subtree_mass, topo.body_parent[level], subtree_mass[level])
         np.add.at(subtree_inertia, topo.body_parent[level], subtree_inertia[level])
-    b = topo.dof_body
-    massless = (
-        (subtree_mass[b] <= 0.0) & (subtree_inertia[b] <= 0.0) & (model.joint_armature.numpy()[topo.dof_public] <= 0.0)
-    )
-    if massless.any():
-        j = int(topo.dof_joint[int(np.argmax(massless))])
-        raise ModelError(
-            f"{_label(list(model.joint_label), j, 'joint')} moves only massless bodies and has no armature: "
-            "its mass-matrix diagonal is zero"
-        )
+    b, armature = topo.dof_body, model.joint_armature.numpy()[topo.dof_public]
+    problems = (  # over the internal dofs
+        (~(np.isfinite(armature) & (armature >= 0.0)),
+         lambda i: f"has armature {armature[i]}; it must be finite and >= 0"),
+        ((subtree_mass[b] <= 0.0) & (subtree_inertia[b] <= 0.0) & (armature <= 0.0),
+         lambda i: "moves only massless bodies and has no armature: its mass-matrix diagonal is zero"),
+    )  # fmt: skip
+    if found := first_problem(problems):
+        i, message = found
+        raise ModelError(f"{_label(list(model.joint_label), int(topo.dof_joint[i]), 'joint')} {message}")
 
 
 @dataclass

@@ -141,7 +141,21 @@ NOTIFIED_CHANGES = {  # a bad value, the flag that announces it, an unrelated fl
     "negative friction coefficient": (("shape_material_mu", 1, -0.5), F.SHAPE_PROPERTIES, F.BODY_INERTIAL_PROPERTIES,
                                       "shape 1.*friction coefficient -0.5"),
     "negative drive gain": (("joint_target_ke", 0, -1.0), F.JOINT_DOF_FORCE_PROPERTIES, F.SHAPE_PROPERTIES,
-                            "shoulder.*negative drive gains"),
+                            "shoulder.*negative or non-finite drive gains"),
+    "NaN drive gain": (("joint_target_kd", 1, np.nan), F.JOINT_DOF_FORCE_PROPERTIES, F.SHAPE_PROPERTIES,
+                       "elbow.*negative or non-finite drive gains"),
+    "NaN mass": (("body_mass", 0, np.nan), F.BODY_INERTIAL_PROPERTIES, F.JOINT_DOF_FORCE_PROPERTIES,
+                 "link0.*invalid mass"),
+    "negative armature": (("joint_armature", 0, -0.5), F.JOINT_DOF_INERTIAL_PROPERTIES, F.SHAPE_PROPERTIES,
+                          "shoulder.*armature -0.5"),
+    "negative damping": (("joint_damping", 1, -50.0), F.JOINT_DOF_FORCE_PROPERTIES, F.BODY_INERTIAL_PROPERTIES,
+                         "elbow.*joint_damping -50.0"),
+    "NaN stiffness": (("joint_stiffness", 0, np.nan), F.JOINT_DOF_FORCE_PROPERTIES, F.SHAPE_PROPERTIES,
+                      "shoulder.*joint_stiffness nan"),
+    "NaN joint friction": (("joint_friction", 1, np.nan), F.JOINT_DOF_FORCE_PROPERTIES, F.SHAPE_PROPERTIES,
+                           "elbow.*joint friction nan"),
+    "NaN limit": (("joint_limit_lower", 0, np.nan), F.JOINT_DOF_FORCE_PROPERTIES, F.SHAPE_PROPERTIES,
+                  "shoulder.*NaN limit"),
 }  # fmt: skip
 
 

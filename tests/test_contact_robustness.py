@@ -8,6 +8,7 @@ import warp as wp
 
 import newton_sap
 from newton_sap import ModelError
+from newton_sap.examples.scenes import quadruped_pd
 
 from contact_scenes import G, Run, box_on_ground, with_material
 
@@ -103,6 +104,38 @@ def test_nan_world_with_contacts_does_not_spread(options, coordinate):
     keep = np.ones(len(q), bool)
     keep[14:28] = False
     assert np.allclose(broken.q[keep], clean.q[keep], atol=1e-6)
+
+
+@pytest.mark.parametrize("field", ["joint_target_q", "joint_target_qd", "joint_act", "joint_f", "body_f"])
+def test_nan_control_input_flags_its_world(field):
+    """A NaN action (a drive target, feed-forward or force of world 1 of two quadrupeds under PD) flags that
+    world: a drive would clamp its NaN impulse to the effort limit, a NaN force stop only the world's Newton
+    iterations, neither reaching a velocity. World 0 steps as without it."""
+
+    def run(poison):
+        model = quadruped_pd(2)
+        solver = newton_sap.SolverSAP(model)
+        pipeline = newton.CollisionPipeline(model)
+        contacts, control = pipeline.contacts(), model.control()
+        control.joint_act = wp.zeros(model.joint_dof_count, dtype=float)
+        s0, s1 = model.state(), model.state()
+        newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)
+        for k in range(4):
+            if poison and k == 3:  # the last step
+                holder = s0 if field == "body_f" else control
+                values = getattr(holder, field).numpy()
+                values.reshape(2, -1)[1, -1] = np.nan  # world 1's last entry (a knee; the last body)
+                getattr(holder, field).assign(values)
+            pipeline.collide(s0, contacts)
+            solver.step(s0, s1, control, contacts, 0.01)
+            s0, s1 = s1, s0
+        return solver.stats, s0.joint_qd.numpy().reshape(2, -1)
+
+    clean_stats, clean_qd = run(poison=False)
+    stats, qd = run(poison=True)
+    assert not clean_stats.failed.any()
+    assert stats.failed.tolist() == [False, True] and stats.converged.tolist()[1] is False
+    np.testing.assert_array_equal(qd[0], clean_qd[0])
 
 
 def random_drop(seed: int) -> newton.ModelBuilder:
