@@ -119,6 +119,12 @@ def one_model(worlds):
     return scene.finalize(), initial_qd(worlds)
 
 
+def copy_state(source: newton.State, target: newton.State) -> None:
+    """``target``'s joint and body arrays set to ``source``'s: two runs stepping from the same state."""
+    for name in ("joint_q", "joint_qd", "body_q", "body_qd"):
+        getattr(target, name).assign(getattr(source, name))
+
+
 class Run:
     """Steps a model with ``SolverSAP`` and Newton's collision pipeline, recording per step; with ``observe``
     (observable kinds) each step fills ``observables`` and keeps its start's ``body_q`` in ``start_body_q``.

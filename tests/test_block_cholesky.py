@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import warp as wp
 
-from contact_scenes import Run, box_on_ground, initial_qd, one_model, sphere_bin, worlds_of_different_kinds
+from contact_scenes import Run, box_on_ground, copy_state, initial_qd, one_model, sphere_bin, worlds_of_different_kinds
 
 
 def hinged_board_with_objects(worlds=2):
@@ -132,8 +132,7 @@ def test_block_cholesky_matches_dense_newton_systems(scene, shared_pool):
     sap.block_pool = wp.array(np.full((2 * pool, 8), np.nan, np.float32), dtype=vec8f, device=sap.device)
     worst, same_iterations = 0.0, 0
     for _ in range(25):
-        for name in ("joint_q", "joint_qd", "body_q", "body_qd"):
-            getattr(block.s0, name).assign(getattr(dense.s0, name))
+        copy_state(dense.s0, block.s0)
         dense.step(0.01)
         block.step(0.01)
         worst = max(worst, np.abs(dense.qd - block.qd).max() / max(np.abs(dense.qd).max(), 1e-3))
@@ -156,8 +155,7 @@ def test_block_worlds_take_the_tree_ldlt_while_their_contacts_stay_on_single_tre
     assert not sap.uses_dense_worlds and not sap.uses_pcg and sap.tree_ldlt == (not gpu_paths)
     worst, solved_by, other_iterations = 0.0, set(), 0
     for _ in range(12):
-        for name in ("joint_q", "joint_qd", "body_q", "body_qd"):
-            getattr(block.s0, name).assign(getattr(dense.s0, name))
+        copy_state(dense.s0, block.s0)
         dense.step(0.01)
         block.step(0.01)
         if block.iterations[-1][0] > 0:

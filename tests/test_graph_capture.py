@@ -19,6 +19,7 @@ from newton_sap.examples.scenes import quadruped_pd
 from contact_scenes import (
     Run,
     box_on_ground,
+    copy_state,
     initial_qd,
     one_model,
     sphere_bin,
@@ -181,8 +182,7 @@ def test_model_changes_reach_a_captured_graph():
     randomize(changed_model, seed=3)
     reference, unchanged = Stepper(changed_model), Stepper(quadruped_pd(2))
     for other in (reference, unchanged):
-        for name in ("joint_q", "joint_qd", "body_q", "body_qd"):
-            getattr(other.s0, name).assign(getattr(captured.s0, name))
+        copy_state(captured.s0, other.s0)
     for _ in range(3):
         wp.capture_launch(capture.graph)
         reference.two_steps()

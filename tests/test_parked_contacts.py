@@ -8,6 +8,7 @@ import pytest
 from contact_scenes import (
     Run,
     box_on_ground,
+    copy_state,
     one_model,
     sphere_bin,
     sphere_bin_builder,
@@ -100,8 +101,7 @@ def test_landing_pile_parks_most_contacts_and_keeps_its_answers():
     full = Run(sphere_bin(10), park_distant_contacts=False)
     worst, parked_rows, contacts = 0.0, 0, 0
     for _ in range(40):
-        for name in ("joint_q", "joint_qd", "body_q", "body_qd"):
-            getattr(full.s0, name).assign(getattr(parked.s0, name))
+        copy_state(parked.s0, full.s0)
         parked.step(DT)
         full.step(DT)
         worst = max(worst, np.abs(parked.qd - full.qd).max() / np.abs(full.qd).max())
@@ -152,8 +152,7 @@ def test_the_iterated_rows_take_the_first_slots_and_map_back_to_their_contacts()
     phi = np.einsum("ij,ij->i", normal, p1 - p0) - margins
     np.testing.assert_allclose(sap.c_phi.numpy()[contact_slot], phi, atol=1e-6)
     full = Run(sphere_bin(10), park_distant_contacts=False)  # without parking: every contact in its own slot
-    for name in ("joint_q", "joint_qd", "body_q", "body_qd"):
-        getattr(full.s0, name).assign(getattr(run.s0, name))
+    copy_state(run.s0, full.s0)
     full.step(DT)
     sap = full.solver._sap
     count = int(full.contacts.rigid_contact_count.numpy()[0])
@@ -185,8 +184,7 @@ def test_a_retry_after_other_worlds_iterated_on_keeps_the_answer(momentum_mode):
     full = Run(model, qd0, momentum_mode=momentum_mode, park_distant_contacts=False)
     retried_after_others = False
     for _ in range(10):
-        for name in ("joint_q", "joint_qd", "body_q", "body_qd"):
-            getattr(full.s0, name).assign(getattr(parked.s0, name))
+        copy_state(parked.s0, full.s0)
         parked.step(DT)
         full.step(DT)
         offset = parked.solver._sap.world_iteration_offset.numpy()

@@ -5,7 +5,7 @@ import pytest
 
 import newton_sap
 
-from contact_scenes import Run, box_on_ground
+from contact_scenes import Run, box_on_ground, copy_state
 
 
 # dense tree blocks, or Jacobi for every tree: a Jacobi-preconditioned solve stops at the float32 cost
@@ -23,8 +23,7 @@ def test_pcg_matches_dense_newton_systems(dense_max_dofs, tolerance):
     worst = 0.0
     for _ in range(30):
         # both step from the same state (a sliding, spinning stack would amplify round-off over steps)
-        for name in ("joint_q", "joint_qd", "body_q", "body_qd"):
-            getattr(pcg.s0, name).assign(getattr(dense.s0, name))
+        copy_state(dense.s0, pcg.s0)
         dense.step(0.01)
         pcg.step(0.01)
         scale = np.abs(dense.qd).max()
@@ -51,8 +50,7 @@ def test_dof_parallel_cg_gives_the_per_world_cg_steps():
     assert parallel.solver._sap.parallel_cg is not None and per_world.solver._sap.parallel_cg is None
     worst, cg_world, cg_dof = 0.0, 0, 0
     for _ in range(40):
-        for name in ("joint_q", "joint_qd", "body_q", "body_qd"):
-            getattr(parallel.s0, name).assign(getattr(per_world.s0, name))
+        copy_state(per_world.s0, parallel.s0)
         per_world.step(0.01)
         parallel.step(0.01)
         scale = max(np.abs(per_world.qd).max(), 1e-3)

@@ -7,7 +7,7 @@ import warp as wp
 
 from newton_sap.constraints.friction_cone import friction_cone_predicts_stiction
 
-from contact_scenes import Run, sphere_bin
+from contact_scenes import Run, copy_state, sphere_bin
 
 # SAP.md §3 known-answer contact: R = (σw, σw, β²w/4π²), v̂_n = −φ0/(Δt + τ_d); (0.1, 0, −0.1) slides
 R = (1.0e-3, 1.0e-3, 0.025330296)
@@ -67,8 +67,7 @@ def test_prediction_keeps_solutions_and_saves_iterations(solve):
     assert (topology.world_block_offset >= 0).all() == (solve == "block Cholesky")
     worst = 0.0
     for _ in range(40):
-        for name in ("joint_q", "joint_qd", "body_q", "body_qd"):
-            getattr(plain.s0, name).assign(getattr(predicted.s0, name))
+        copy_state(predicted.s0, plain.s0)
         predicted.step(0.01)
         plain.step(0.01)
         worst = max(worst, np.abs(predicted.qd - plain.qd).max() / np.abs(plain.qd).max())
@@ -100,8 +99,7 @@ def test_block_worlds_on_the_tree_ldlt_predict_too(gpu_paths):
     sap = predicted.solver._sap
     worst = 0.0
     for _ in range(5):
-        for name in ("joint_q", "joint_qd", "body_q", "body_qd"):
-            getattr(plain.s0, name).assign(getattr(predicted.s0, name))
+        copy_state(predicted.s0, plain.s0)
         predicted.step(0.01)
         plain.step(0.01)
         assert sap.tree_ldlt == (not gpu_paths) and sap.any_tree_local.numpy()[0] == int(not gpu_paths)
