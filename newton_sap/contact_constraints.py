@@ -12,7 +12,8 @@ GPU their order within each part varies from run to run, as the order of the sol
 parking every row is swept, and contact ``i`` keeps slot ``i``.
 
 * bodies and world from the two shapes (``shape_body``; -1 or a static body: no dofs); a contact whose
-  shape indices are not both in ``[0, shape_count)`` (a ``Contacts`` of another model) is skipped;
+  shape indices are not both in ``[0, shape_count)`` (a ``Contacts`` of another model), or whose sides are both
+  immovable (static, or moved by kinematic bodies' dofs alone: ``kinematic_bodies``), is skipped;
 * the signed distance ``φ0 = n·(p1 − p0) − (r0 + r1)`` [m] between the shapes' contact surfaces, from
   the body-frame points, the normal (shape 0 → shape 1) and Newton's ``rigid_contact_margin0/1``
   (effective radius plus the shape's ``margin``: as in Newton's other solvers, a margin offsets the
@@ -22,13 +23,15 @@ parking every row is swept, and contact ``i`` keeps slot ``i``.
 * the Jacobian ``v_c = R_WCᵀ (v_1(p) − v_0(p))`` as sparse entries (dof, 3-vector): for each dof k on
   the chain of body 1 (+) and body 0 (−) up to their common ancestor, ``J_k = ± R_WCᵀ (v̄_k + ω_k × (p − r))``
   with ``S̄_k = [ω_k; v̄_k]`` about the tree's point r (``jacobian.chain_rows``), and ``c_vc = J v0`` at the
-  step's start velocity (every row builder leaves it: the Newton loop's warm start reads it);
+  step's start velocity (every row builder leaves it: the Newton loop's warm start reads it); kinematic bodies'
+  dofs have no entries, their velocity ``J_k v0_k`` is subtracted from v̂ instead;
 * the Delassus estimate ``w = ‖Σ_k J_k J_kᵀ / A_kk‖_F / 3`` [kg⁻¹], the compliance R (``w`` floored in
   ``contact_compliance``), the bias velocity v̂ and the friction coefficient μ from the pair's materials
   (or the solver's overrides);
 * with ``park = 1``, whether the contact is distant (``contact_is_distant`` at the step's start velocity
   ``v0``, its ``v_c0`` from the body twists, ``jacobian.body_chain_twists``): ``c_parked``, with ``γ = 0`` (the
-  answer's impulse), ``c_vc = v_c0`` and what the check needs (frame, point, v̂, μ; and φ0), but neither Jacobian
+  answer's impulse), ``c_vc = v_c0`` and what the check needs (frame, point, v̂, μ; and φ0; the twists include the
+  kinematic bodies' dofs, so v̂ is not shifted until the row is completed), but neither Jacobian
   entries nor Delassus estimate nor R or G (they cost most of a row: no kernel reads them for a parked row); the
   solver leaves such rows out of the Newton iterations and checks them at the solution from the body twists
   there (``sap.py``). A row the check finds acting, or every parked row for a snapshot, is completed by this
@@ -40,6 +43,7 @@ import warp as wp
 from .constraints.dispatch import CONTACT, thread_slots
 from .constraints.friction_cone import contact_bias_velocity, contact_compliance, contact_is_distant
 from .jacobian import chain_rows, point_velocity, tangent_frame
+from .kinematic_bodies import side_moves
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
@@ -136,8 +140,10 @@ def contact_rows(
     body_tree: wp.array(dtype=wp.int32),
     body_world: wp.array(dtype=wp.int32),
     body_last_dof: wp.array(dtype=wp.int32),
+    body_flags: wp.array(dtype=wp.int32),
     dof_parent: wp.array(dtype=wp.int32),
     dof_tree: wp.array(dtype=wp.int32),
+    dof_body: wp.array(dtype=wp.int32),
     gravity: wp.array(dtype=wp.vec3),
     # options
     mode: int,
@@ -242,8 +248,8 @@ def contact_rows(
             d1 = body_last_dof[b1]
             if body_tree[b1] >= 0:
                 world = body_world[b1]
-        if d0 < 0 and d1 < 0:
-            continue  # both sides immovable
+        if side_moves(d0, dof_body, body_flags) == 0 and side_moves(d1, dof_body, body_flags) == 0:
+            continue  # both sides immovable (static, or moved by kinematic bodies' dofs alone)
 
         n = wp.normalize(contact_normal[i])
         r0 = contact_margin0[i]
@@ -293,8 +299,10 @@ def contact_rows(
                 continue
 
         # Jacobian entries along both chains, and the Delassus estimate from diag(A)
-        e, vc_walk, w_norm = chain_rows(c, d1, d0, R_CW, p, 0, tree_ref, dof_tree, dof_parent, dof_S_tree,
-                                        A_inv_diag, v0, c_dof_out, c_J_out)  # fmt: skip
+        e, vc_walk, vc_kinematic, w_norm = chain_rows(c, d1, d0, R_CW, p, 0, tree_ref, dof_tree, dof_parent,
+                                                      dof_S_tree, dof_body, body_flags, A_inv_diag, v0, c_dof_out,
+                                                      c_J_out)  # fmt: skip
+        c_vhat_out[c] = v_hat - vc_kinematic  # a kinematic body moves like an obstacle (kinematic_bodies)
         c_R_out[c] = contact_compliance(k_pair, tau, dt, beta, sigma, w_norm / 3.0)
         c_nnz_out[c] = e
         if mode == ROWS_BUILD:

@@ -9,6 +9,7 @@ Kernel order in a step: :func:`tree_reference_points` → :func:`body_inertia_an
 
 import warp as wp
 
+from .kinematic_bodies import body_is_kinematic, dof_is_kinematic
 from .spatial import Inertia10, dot6, force_cross, inertia10_about, inertia10_apply, twist_shift
 from .topology import JOINT_DISTANCE, JOINT_FREE
 
@@ -149,6 +150,7 @@ def mass_matrix_rows(
     dof_local: wp.array(dtype=wp.int32),
     tree_dof_count: wp.array(dtype=wp.int32),
     body_tree: wp.array(dtype=wp.int32),
+    body_flags: wp.array(dtype=wp.int32),
     joint_armature: wp.array(dtype=float),
     joint_damping: wp.array(dtype=float),
     joint_stiffness: wp.array(dtype=float),
@@ -186,9 +188,13 @@ def mass_matrix_rows(
     ``A = M + Δt d + Δt² k`` on the diagonal and ``τ_i −= d v0 + k (q0 + Δt v0 − q_rest)``.
     Writes the sparse row (``A_ii, A_i,parent(i), ...``), ``1/A_ii`` (the constraints' Delassus
     estimates) and, for dense trees when ``write_dense = 1`` (the GPU's dense free motion, PCG's
-    preconditioner), both triangles of the tree's dense block."""
+    preconditioner), both triangles of the tree's dense block.
+
+    A kinematic body's dof (``kinematic_bodies``: prescribed velocity) is decoupled: ``A_ij = 0`` for j ≠ i
+    in its row and column, ``A_ii = 1`` (a placeholder pivot, its Δv is 0) and ``τ_i = 0``."""
     i = wp.tid()
     b = dof_body[i]
+    kinematic_i = body_is_kinematic(b, body_flags)
     t = body_tree[b]
     Si = dof_S_tree_in[i]
     Fi = inertia10_apply(composite_inertia_in[b], Si)
@@ -204,6 +210,10 @@ def mass_matrix_rows(
         Mij = dot6(dof_S_tree_in[j], Fi)
         if j == i:
             Mij += joint_armature[dof_public[i]]
+            if kinematic_i == 1:
+                Mij = 1.0
+        elif kinematic_i == 1 or dof_is_kinematic(j, dof_body, body_flags) == 1:
+            Mij = 0.0
         rows_out[rs + di - dof_depth[j]] = Mij
         if dense >= 0:
             lj = dof_local[j]
@@ -215,7 +225,9 @@ def mass_matrix_rows(
     if jtype != JOINT_FREE and jtype != JOINT_DISTANCE:
         f = joint_f_in[dof_public[i]]
     tau = f - dot6(Si, composite_force_in[b])
-    if passive == 1:
+    if kinematic_i == 1:
+        tau = 0.0
+    elif passive == 1:
         pub = dof_public[i]
         d = joint_damping[pub]
         k = float(0.0)

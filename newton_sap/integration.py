@@ -16,6 +16,7 @@ an offset COM keeps its COM still instead of drifting by ``O((ωΔt)² |r|)`` pe
 import warp as wp
 
 from .conventions import free_com_velocity_after_step
+from .kinematic_bodies import body_is_kinematic
 from .topology import JOINT_BALL, JOINT_DISTANCE, JOINT_FREE
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
@@ -52,6 +53,7 @@ def integrate_joints(
     joint_child: wp.array(dtype=wp.int32),
     joint_X_c: wp.array(dtype=wp.transform),
     body_com: wp.array(dtype=wp.vec3),
+    body_flags: wp.array(dtype=wp.int32),
     # inputs
     dt: float,
     joint_q_in: wp.array(dtype=float),
@@ -64,9 +66,10 @@ def integrate_joints(
 ):
     """One thread per joint (joints without dofs have no coordinates): ``joint_q_out`` from the
     solved internal velocities ``internal_v_in`` and Newton's ``joint_qd_out`` (public). Loop-closing
-    joints are constraints, not coordinates of the system: their entries are copied unchanged."""
+    joints are constraints, not coordinates of the system, and a kinematic body's joint is prescribed by the
+    user (``kinematic_bodies``): their entries are copied unchanged."""
     j = wp.tid()
-    if joint_in_tree[j] == 0:
+    if joint_in_tree[j] == 0 or body_is_kinematic(joint_child[j], body_flags) == 1:
         for k in range(joint_q_start[j], joint_q_start[j + 1]):
             joint_q_out[k] = joint_q_in[k]
         for k in range(joint_qd_start[j], joint_qd_start[j + 1]):

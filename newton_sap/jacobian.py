@@ -13,6 +13,8 @@ over each body's chain (``body_chain_twists``) give it without entries: ``v(p) =
 
 import warp as wp
 
+from .kinematic_bodies import dof_is_kinematic
+
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
 
@@ -79,6 +81,8 @@ def chain_rows(
     dof_tree: wp.array(dtype=wp.int32),
     dof_parent: wp.array(dtype=wp.int32),
     dof_S_tree: wp.array(dtype=wp.spatial_vector),
+    dof_body: wp.array(dtype=wp.int32),
+    body_flags: wp.array(dtype=wp.int32),
     A_inv_diag: wp.array(dtype=float),
     v: wp.array(dtype=float),
     c_dof: wp.array2d(dtype=wp.int32),
@@ -87,16 +91,18 @@ def chain_rows(
     """Jacobian entries ``± rows · (point velocity at p)`` (or ``± rows · ω``) along the child (+) and
     parent (−) dof chains, each up to (without) their common ancestor; returns the entry count, the rows'
     velocity ``J v`` [m/s or rad/s] at the dof velocities ``v`` (summed as :func:`row_product` does, while
-    the entries are at hand) and ``‖W‖_F`` of ``W = Σ_k J_k J_kᵀ / A_kk`` (symmetric: its diagonal and upper
-    entries are summed; 0 when no dof moves the rows): the Delassus estimate of SAP.md §4 is
-    ``w = ‖W‖_F / (rows in use)``. ``dof_S_tree`` holds the motion columns about each tree's point
-    ``tree_ref`` (``S̄_k = [ω_k; v̄_k]``), so the point velocity is ``v̄_k + ω_k × (p − r)``: one lever arm
-    per walk, no body pose per dof."""
+    the entries are at hand), the velocity ``J_k v_k`` summed over the kinematic bodies' dofs, which get no
+    entry (``kinematic_bodies``: the caller subtracts it from the rows' bias velocity), and ``‖W‖_F`` of
+    ``W = Σ_k J_k J_kᵀ / A_kk`` over the entries (symmetric: its diagonal and upper entries are summed; 0 when
+    no dof moves the rows): the Delassus estimate of SAP.md §4 is ``w = ‖W‖_F / (rows in use)``.
+    ``dof_S_tree`` holds the motion columns about each tree's point ``tree_ref`` (``S̄_k = [ω_k; v̄_k]``), so
+    the point velocity is ``v̄_k + ω_k × (p − r)``: one lever arm per walk, no body pose per dof."""
     W_diag = wp.vec3(0.0)
     W_upper = wp.vec3(0.0)  # W_01, W_02, W_12
     shared = common_ancestor(d_child, d_parent, dof_tree, dof_parent)
     e = int(0)
     v_c = wp.vec3(0.0)
+    v_kinematic = wp.vec3(0.0)
     for side in range(2):
         k = d_child
         sign = float(1.0)
@@ -112,6 +118,10 @@ def chain_rows(
             if angular == 0:
                 motion = wp.spatial_bottom(S) + wp.cross(motion, lever)
             Jk = sign * (rows * motion)
+            if dof_is_kinematic(k, dof_body, body_flags) == 1:
+                v_kinematic += Jk * v[k]
+                k = dof_parent[k]
+                continue
             c_dof[slot, e] = k
             c_J[slot, e] = Jk
             v_c += Jk * v[k]
@@ -120,7 +130,7 @@ def chain_rows(
             W_upper += wp.vec3(Jk[0] * Jk_scaled[1], Jk[0] * Jk_scaled[2], Jk[1] * Jk_scaled[2])
             e += 1
             k = dof_parent[k]
-    return e, v_c, wp.sqrt(wp.dot(W_diag, W_diag) + 2.0 * wp.dot(W_upper, W_upper))
+    return e, v_c, v_kinematic, wp.sqrt(wp.dot(W_diag, W_diag) + 2.0 * wp.dot(W_upper, W_upper))
 
 
 @wp.func

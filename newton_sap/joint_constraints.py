@@ -15,6 +15,7 @@ from .constraints.bilateral import bilateral_parameters
 from .constraints.dispatch import BILATERAL, JOINT_FRICTION, JOINT_LIMIT, PD_DRIVE
 from .constraints.friction_cone import TWO_PI_SQ
 from .constraints.pd_drive import pd_drive_parameters
+from .kinematic_bodies import dof_is_kinematic
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
@@ -143,6 +144,8 @@ def joint_constraint_rows(
     dof_public: wp.array(dtype=wp.int32),
     dof_coord: wp.array(dtype=wp.int32),
     dof_world: wp.array(dtype=wp.int32),
+    dof_body: wp.array(dtype=wp.int32),
+    body_flags: wp.array(dtype=wp.int32),
     joint_target_mode: wp.array(dtype=wp.int32),
     joint_target_ke: wp.array(dtype=float),
     joint_target_kd: wp.array(dtype=float),
@@ -181,7 +184,8 @@ def joint_constraint_rows(
 ):
     """Drive, limit, friction and mimic rows of dof i, with their velocities ``J v0`` at the step's start. A
     limit side is added only when the step can reach it: ``g0 ≤ 2 Δt max(|v0|, |v0 + Δt τ/A_ii|)`` (v*
-    estimated from diag(A)), or when violated.
+    estimated from diag(A)), or when violated. A kinematic body's dof (prescribed) has none of these rows; a
+    mimic led by one has no leader entry, the leader's velocity moves into v̂ (``kinematic_bodies``).
     Limit stiffness and dissipation: the options when given (> 0, ≥ 0), else Newton's
     ``joint_limit_ke`` and ``joint_limit_kd / joint_limit_ke``."""
     i = wp.tid()
@@ -190,7 +194,7 @@ def joint_constraint_rows(
         c_world[base + k * n + i] = -1
         c_nnz[base + k * n + i] = 0
     c = dof_coord[i]
-    if c < 0:
+    if c < 0 or dof_is_kinematic(i, dof_body, body_flags) == 1:
         return
     p = dof_public[i]
     w = dof_world[i]
@@ -226,11 +230,16 @@ def joint_constraint_rows(
     if leader >= 0:
         coeffs = dof_mimic_coeffs[i]
         g0 = q0 - coeffs[1] * joint_q[dof_coord[leader]] - coeffs[0]
-        R_m, v_hat_m = bilateral_parameters(g0, w_est + coeffs[1] * coeffs[1] * A_inv_diag[leader], dt)
+        leader_moves = float(1 - dof_is_kinematic(leader, dof_body, body_flags))
+        w_m = w_est + leader_moves * coeffs[1] * coeffs[1] * A_inv_diag[leader]
+        R_m, v_hat_m = bilateral_parameters(g0, w_m, dt)
         slot = base + 4 * n + i
+        if leader_moves == 0.0:  # v_c = v_i − ρ v_leader with v_leader given
+            v_hat_m += coeffs[1] * v0[leader]
         write_row(slot, w, BILATERAL, i, 1.0, R_m, v_hat_m, 0.0,
                   c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_dof, c_J, v0, c_vc)  # fmt: skip
-        c_nnz[slot] = 2
-        c_dof[slot, 1] = leader
-        c_J[slot, 1] = wp.vec3(-coeffs[1], 0.0, 0.0)
-        c_vc[slot] = c_vc[slot] + c_J[slot, 1] * v0[leader]
+        if leader_moves == 1.0:
+            c_nnz[slot] = 2
+            c_dof[slot, 1] = leader
+            c_J[slot, 1] = wp.vec3(-coeffs[1], 0.0, 0.0)
+            c_vc[slot] = c_vc[slot] + c_J[slot, 1] * v0[leader]

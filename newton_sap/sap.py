@@ -1031,8 +1031,8 @@ class SapSolver:
                             o.friction_regularization, dt, int(self.parking)],
                 "inputs": [
                     model.shape_body, model.shape_material_ke, model.shape_material_kd,
-                    model.shape_material_mu, T.body_tree, T.body_world, T.body_last_dof, T.dof_parent, T.dof_tree,
-                    model.gravity,
+                    model.shape_material_mu, T.body_tree, T.body_world, T.body_last_dof, model.body_flags,
+                    T.dof_parent, T.dof_tree, T.dof_body, model.gravity,
                 ],
                 "state": [
                     contacts.rigid_contact_count, contacts.rigid_contact_shape0, contacts.rigid_contact_shape1,
@@ -1054,7 +1054,7 @@ class SapSolver:
                 joint_constraint_rows,
                 dim=self.topo.dof_count,
                 inputs=[
-                    T.dof_public, T.dof_coord, T.dof_world, model.joint_target_mode,
+                    T.dof_public, T.dof_coord, T.dof_world, T.dof_body, model.body_flags, model.joint_target_mode,
                     model.joint_target_ke, model.joint_target_kd, model.joint_effort_limit, model.joint_limit_lower,
                     model.joint_limit_upper, model.joint_limit_ke, model.joint_limit_kd, model.joint_friction,
                     self.dof_mimic_leader, self.dof_mimic_coeffs, limit_k, o.joint_limit_dissipation_time,
@@ -1072,8 +1072,8 @@ class SapSolver:
                 inputs=[
                     T.loop_joints, model.joint_type, model.joint_enabled, model.joint_parent, model.joint_child,
                     model.joint_X_p, model.joint_X_c, model.joint_axis, model.joint_qd_start, T.body_world,
-                    T.body_last_dof, T.dof_parent, T.dof_tree, n_contacts + n_joint, dt, body_q, tree_ref, dof_S_tree,
-                    A_inv_diag, v0,
+                    T.body_last_dof, T.dof_parent, T.dof_tree, T.dof_body, model.body_flags, n_contacts + n_joint, dt,
+                    body_q, tree_ref, dof_S_tree, A_inv_diag, v0,
                 ],
                 outputs=[self.c_world, self.c_kind, self.c_R, self.c_vhat, self.c_param, self.c_nnz, self.c_dof,
                          self.c_J, self.c_vc],

@@ -22,7 +22,9 @@ class SapSnapshot:
     """Dynamics of one state, one float64 NumPy array per world, in Newton's public generalized
     coordinates (the order and meaning of ``State.joint_qd``, dual to ``Control.joint_f``): the n dofs
     of a world's trees, ``joint_qd[dofs[w]]``. Loop-closing joints' dofs are not among them (their
-    joints are constraints, see ``constraint_kind``).
+    joints are constraints, see ``constraint_kind``). A kinematic body's dofs are, as the solver holds them
+    (prescribed, ``kinematic_bodies.py``): their rows and columns of ``mass_matrix`` decoupled with a unit
+    diagonal, their ``bias`` and ``tau`` zero, ``v_star`` and ``velocity`` the given ``joint_qd``.
 
     Attributes:
         mass_matrix: ``M(q)`` [kg, kg·m, kg·m²], n×n per world, armature included, damping not.
@@ -34,14 +36,16 @@ class SapSnapshot:
         contact_jacobian: With contacts: per world, the contacts' ``J`` of shape (3·nc, n) with
             ``v_c = J joint_qd`` [m/s], three rows (t1, t2, n) per contact in the order of Newton's contact buffer.
         contact_index: Per world, (nc,) each contact's index in Newton's contact buffer. The buffer's contacts
-            between two bodies that cannot move (static shapes, bodies welded to the world) and those with
+            between two bodies that cannot move (static shapes, bodies welded to the world, bodies moved by
+            kinematic bodies' dofs alone) and those with
             shape indices outside the model are in no world's problem: the snapshot's k-th contact is buffer
             contact ``contact_index[w][k]``, not k.
         contact_frame: Per world, (nc, 3, 3) rotations ``R_WC = [t1 t2 n]``, normal from shape 0 to 1.
         contact_distance: Per world, (nc,) signed distances φ0 [m] (negative: penetration).
         contact_point: Per world, (nc, 3) contact points [m] in world, midway between the surfaces.
         contact_compliance: Per world, (nc, 3) the regularization ``R`` [kg⁻¹].
-        contact_bias_velocity: Per world, (nc, 3) ``v̂`` [m/s].
+        contact_bias_velocity: Per world, (nc, 3) ``v̂`` [m/s], less the velocity kinematic bodies give the contact
+            (their dofs have zero columns in ``contact_jacobian``, their mass-matrix rows are decoupled).
         contact_friction: Per world, (nc,) μ.
         contact_impulse: Per world, (nc, 3) the solved impulses γ [N·s] in the contact frames.
         constraint_kind: Per world, (m,) the type of every constraint of the step (contacts, drives,

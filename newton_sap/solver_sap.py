@@ -104,7 +104,9 @@ class SolverSAP(newton.solvers.SolverBase):
     friction act on the scalar coordinates of tree joints (REVOLUTE, PRISMATIC, D6), as does joint
     stiffness; set on BALL, FREE or DISTANCE dofs or on a loop-closing joint they are ignored, and the
     constructor warns, naming the joints (Newton's defaults for those dofs set none of them). DISTANCE
-    joints are stepped as FREE: the distance range in their limits is ignored without a warning.
+    joints are stepped as FREE: the distance range in their limits is ignored without a warning. Kinematic
+    bodies (Newton's ``BodyFlags.KINEMATIC``, tree roots) are prescribed: a step passes their joint's
+    ``joint_q`` and ``joint_qd`` through and moves them with that velocity (``kinematic_bodies.py``).
 
     Args:
         model: The Newton model to simulate.
@@ -499,7 +501,7 @@ class SolverSAP(newton.solvers.SolverBase):
             dim=topo.dof_count,
             inputs=[
                 T.dof_public, T.dof_body, T.dof_parent, T.dof_depth, T.dof_tree, T.dof_row_start,
-                T.dof_dense_offset, T.dof_local, T.tree_dof_count, T.body_tree, model.joint_armature,
+                T.dof_dense_offset, T.dof_local, T.tree_dof_count, T.body_tree, model.body_flags, model.joint_armature,
                 model.joint_damping, model.joint_stiffness, model.joint_rest_q, T.dof_coord, T.dof_joint,
                 model.joint_type, dt, passive, self._dense_blocks_used, state.joint_q, self._v0, self._dof_S_tree,
                 self._composite_inertia, self._composite_force, joint_f,
@@ -611,7 +613,7 @@ class SolverSAP(newton.solvers.SolverBase):
                 inputs=[
                     model.joint_type, model.joint_q_start, model.joint_qd_start, model.joint_dof_dim,
                     self._topo.joint_dof_internal_start, self._topo.joint_in_tree, model.joint_child, model.joint_X_c,
-                    model.body_com, dt, state_in.joint_q, state_in.joint_qd, self._v0, v,
+                    model.body_com, model.body_flags, dt, state_in.joint_q, state_in.joint_qd, self._v0, v,
                 ],
                 outputs=[state_out.joint_q, state_out.joint_qd],
                 device=model.device,

@@ -23,6 +23,8 @@ import newton
 import numpy as np
 import warp as wp
 
+from .kinematic_bodies import check_kinematic_bodies
+
 JOINT_PRISMATIC = int(newton.JointType.PRISMATIC)
 JOINT_REVOLUTE = int(newton.JointType.REVOLUTE)
 JOINT_BALL = int(newton.JointType.BALL)
@@ -498,16 +500,17 @@ def check_inertial_properties(model: newton.Model, topo: Topology) -> None:
 
     Raises:
         ModelError: a body with a negative or non-finite mass, a non-symmetric, non-finite or indefinite
-            inertia, or the KINEMATIC flag (not supported yet); a dof with a negative or non-finite armature, or
-            whose subtree has no mass and no rotational inertia while the dof has no armature (its mass-matrix
-            diagonal is zero).
+            inertia, or the KINEMATIC flag off a tree root (``kinematic_bodies``); a dof with a negative or
+            non-finite armature, or whose subtree has no mass and no rotational inertia while the dof has no
+            armature and is not a kinematic body's (its mass-matrix diagonal would be zero).
     """
     nb = model.body_count
     if nb == 0:
         return
     mass = model.body_mass.numpy().astype(np.float64)
     inertia = model.body_inertia.numpy().astype(np.float64)
-    body_flags = model.body_flags.numpy() if model.body_flags is not None else np.zeros(nb, np.int32)
+    kinematic = np.zeros(nb, bool)
+    kinematic[check_kinematic_bodies(model, topo)] = True
     # vectorized over the bodies (domain randomization notifies them often); the first offending body is named
     finite = np.isfinite(inertia).all(axis=(1, 2))
     scale = np.maximum(1.0, np.abs(np.where(finite[:, None, None], inertia, 0.0)).max(axis=(1, 2)))
@@ -517,10 +520,6 @@ def check_inertial_properties(model: newton.Model, topo: Topology) -> None:
         (~np.isfinite(mass) | (mass < 0.0), lambda b: f"has invalid mass {mass[b]} [kg]"),
         (asymmetric, lambda b: "has a non-symmetric or non-finite inertia"),
         (lowest < -1e-7 * scale, lambda b: "has an inertia that is not positive semidefinite"),
-        (
-            (body_flags & int(newton.BodyFlags.KINEMATIC)) != 0,
-            lambda b: "is kinematic; kinematic bodies are not supported yet",
-        ),
     )
     if found := first_problem(problems):
         b, message = found
@@ -537,7 +536,7 @@ def check_inertial_properties(model: newton.Model, topo: Topology) -> None:
     problems = (  # over the internal dofs
         (~(np.isfinite(armature) & (armature >= 0.0)),
          lambda i: f"has armature {armature[i]}; it must be finite and >= 0"),
-        ((subtree_mass[b] <= 0.0) & (subtree_inertia[b] <= 0.0) & (armature <= 0.0),
+        ((subtree_mass[b] <= 0.0) & (subtree_inertia[b] <= 0.0) & (armature <= 0.0) & ~kinematic[b],
          lambda i: "moves only massless bodies and has no armature: its mass-matrix diagonal is zero"),
     )  # fmt: skip
     if found := first_problem(problems):

@@ -101,9 +101,11 @@ def friction_cone_impulse(v_c: wp.vec3, v_hat: wp.vec3, R: wp.vec3, mu: float):
 
 @wp.func
 def separation_margin(v_c: wp.vec3, v_hat: wp.vec3, mu: float):
-    """``v_n − v̂_n − μ ‖v_t‖`` [m/s] of a contact at velocity ``v_c``: ≥ 0 inside the separation region (no
-    impulse, :func:`contact_separates`), and how far inside."""
-    return v_c[2] - v_hat[2] - mu * wp.sqrt(v_c[0] * v_c[0] + v_c[1] * v_c[1])
+    """``u_n − μ ‖u_t‖`` [m/s] with ``u = v_c − v̂`` of a contact at velocity ``v_c``: ≥ 0 inside the separation
+    region (no impulse, :func:`contact_separates`), and how far inside. ``v̂_t = 0`` unless a kinematic body
+    moves the contact (its velocity is in v̂ then, ``kinematic_bodies``)."""
+    u = v_c - v_hat
+    return u[2] - mu * wp.sqrt(u[0] * u[0] + u[1] * u[1])
 
 
 @wp.func
