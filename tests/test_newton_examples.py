@@ -4,7 +4,8 @@ Each example builds its model, collision pipeline, control and schedule as Newto
 its solver by a SolverSAP with its defaults (observables the example requests are allocated again for it), steps
 the frames Newton's example tests run, and calls the example's per-frame check (``test_post_step``) and final
 check (``test_final``): its success criteria, e.g. boxes carried round a kinematic conveyor belt, pyramids and a
-domino spiral standing, a Dzhanibekov flip without energy gain, mimic joints tracking.
+domino spiral standing, a Dzhanibekov flip without energy gain, mimic joints tracking, an omniwheel robot
+through its drive phases.
 
 Left out: ``basic_shapes``, whose rest heights allow 0.2 mm of penetration (XPBD's rigid contact): SAP's default
 contact stiffness, 1e6 N/m, lets its 524 kg sphere sink m g / k = 5.1 mm, by design (README); ``newton_cradle``,
@@ -33,6 +34,7 @@ EXAMPLES = {  # example module: frames and options, as in Newton's example tests
     "contacts.example_balance_bird": (60, []),
     "contacts.example_domino_spiral": (60, []),
     "contacts.example_pyramid": (120, ["--num-pyramids", "3", "--pyramid-size", "5"]),
+    "robot.example_robot_omniwheel": (500, []),  # built with SolverMuJoCo first: needs mujoco-warp (test extra)
 }
 
 
