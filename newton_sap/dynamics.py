@@ -191,7 +191,8 @@ def mass_matrix_rows(
     preconditioner), both triangles of the tree's dense block.
 
     A kinematic body's dof (``kinematic_bodies``: prescribed velocity) is decoupled: ``A_ij = 0`` for j ≠ i
-    in its row and column, ``A_ii = 1`` (a placeholder pivot, its Δv is 0) and ``τ_i = 0``."""
+    in its row and column, ``A_ii = 1`` (a placeholder pivot, its Δv is 0), ``τ_i = 0`` and ``1/A_ii`` written
+    as 0."""
     i = wp.tid()
     b = dof_body[i]
     kinematic_i = body_is_kinematic(b, body_flags)
@@ -243,3 +244,5 @@ def mass_matrix_rows(
             dense_out[dense + li * n + li] = diag
     tau_out[i] = tau
     A_inv_diag_out[i] = 1.0 / rows_out[rs]
+    if kinematic_i == 1:
+        A_inv_diag_out[i] = 0.0  # outside the problem: no Delassus share, no weight in the optimality norms

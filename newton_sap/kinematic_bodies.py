@@ -8,7 +8,10 @@ step the body moves with ``joint_qd``, whatever force acts on it. Its dofs are n
 * mass matrix: the row and column of a kinematic dof are decoupled with a unit diagonal and ``τ = 0``
   (``dynamics.mass_matrix_rows``), so the free motion and every Newton direction keep its velocity ``v0``. The
   dynamic dofs then solve ``M_dd (v_d − v0_d) = Δt τ_d``: the prescribed dofs do not accelerate within a step,
-  and ``τ_d`` (RNE) holds the Coriolis and centrifugal forces of their velocity;
+  and ``τ_d`` (RNE) holds the Coriolis and centrifugal forces of their velocity. A kinematic FREE root keeps its
+  twist, a screw motion (``kinematics.forward_kinematics``: no bias acceleration), as Featherstone's does;
+* the optimality test's norms leave the kinematic dofs out (``1/A_ii`` written as 0), so a fast kinematic body
+  does not loosen the solves of the bodies around it;
 * constraint rows: a kinematic dof has no Jacobian entry (``jacobian.chain_rows``); the velocity it gives the
   rows, ``J_k v0_k``, is subtracted from their bias velocity v̂, since the impulse depends on ``v̂ − v_c``
   only (a moving obstacle). A contact side that only kinematic dofs move is immovable (no rows between two

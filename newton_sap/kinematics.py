@@ -20,6 +20,7 @@ import warp as wp
 
 from .constraints.dispatch import thread_slots
 from .conventions import body_twist_to_public, free_velocity_public_to_internal
+from .kinematic_bodies import body_is_kinematic
 from .spatial import motion_cross, twist_shift
 from .topology import JOINT_BALL, JOINT_D6, JOINT_DISTANCE, JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE
 
@@ -143,6 +144,7 @@ def forward_kinematics(
     joint_qd_start: wp.array(dtype=wp.int32),
     joint_dof_internal_start: wp.array(dtype=wp.int32),
     body_com: wp.array(dtype=wp.vec3),
+    body_flags: wp.array(dtype=wp.int32),
     # inputs
     write_public: int,
     joint_q_in: wp.array(dtype=float),
@@ -158,7 +160,12 @@ def forward_kinematics(
 ):
     """Branch FK (see module doc) from Newton's ``joint_q`` and ``joint_qd`` (public). Writes poses,
     twists, bias accelerations, S, the internal velocities ``internal_v_out`` [rad/s, m/s] and, if
-    ``write_public = 1``, Newton's ``body_q`` and ``body_qd`` (public) too."""
+    ``write_public = 1``, Newton's ``body_q`` and ``body_qd`` (public) too.
+
+    A kinematic body's FREE (or DISTANCE) joint keeps its twist within a step, a screw motion (its
+    prescribed dofs do not accelerate: ``kinematic_bodies``, as Newton's Featherstone solver holds it): the
+    term ``V_carrier ×̂ V_ang = [0; −ω × v_M]`` that the internal ``[ω; v_M]`` velocities (M moving straight)
+    would give is left out, so the bodies it carries feel the centripetal acceleration of its turns."""
     branch = wp.tid()
     X_WP = wp.transform_identity()
     V_P = wp.spatial_vector()
@@ -223,7 +230,9 @@ def forward_kinematics(
             if jtype == JOINT_D6:
                 A = A + motion_cross(V_ang, S) * qd_src[d]  # transported axes ride on earlier rotations
             V_ang = V_ang + S * qd_src[d]
-        A = A + motion_cross(V_carrier, V_ang)
+        screw = (jtype == JOINT_FREE or jtype == JOINT_DISTANCE) and body_is_kinematic(child, body_flags) == 1
+        if not screw:
+            A = A + motion_cross(V_carrier, V_ang)
         V = V_carrier + V_ang
 
         if write_public == 1:

@@ -12,7 +12,10 @@ conventions.
 * ``BODY_QDD`` (``Observables.body_qdd``) [m/s², rad/s²]: the step's mean acceleration of each body,
   ``(body_qd_out − body_qd_in) / Δt`` with ``body_qd = [v_com; ω]`` in world axes, ``body_qd_in`` from the
   input state's ``joint_q`` and ``joint_qd`` (not its ``body_qd``, which the step does not read). An impact's
-  velocity jump over Δt is part of it, as in Newton's other time steppers.
+  velocity jump over Δt is part of it, as in Newton's other time steppers. A kinematic root's pose is not
+  advanced by a step (the user writes it: ``kinematic_bodies``), so for the bodies it carries this difference
+  leaves out the root's own motion within the step (e.g. the centripetal acceleration on a turning base);
+  ``BODY_PARENT_F`` includes it.
 * ``BODY_PARENT_F`` (``Observables.body_parent_f``) [N, N·m]: the wrench each body receives through its
   joint, force and moment about its COM in world axes (Newton's and MuJoCo's ``cfrc_int`` convention): the
   Newton–Euler balance of its subtree in the step's discrete dynamics, at the start's configuration and
@@ -20,7 +23,8 @@ conventions.
   ``Σ_subtree (I_k A_k + V_k ×* I_k V_k − f_gravity − f_external − f_contacts)``. It includes what the joint's
   drives, limits, friction, damping and ``joint_f`` exert (they act inside the joint) and, where armature
   is set, omits the rotor's share ``armature · q̈``. A FREE (or DISTANCE) joint transmits nothing: there it
-  is the residual of the body's balance, zero up to round-off and armature. A body welded to the world (a
+  is the residual of the body's balance, zero up to round-off and armature; a kinematic body's FREE joint
+  transmits what holds it to its prescribed motion. A body welded to the world (a
   chain of FIXED joints: the solver's static bodies) receives what holds it and all that hangs on it: its
   weight, ``body_f`` and contacts, plus the wrenches its children's joints transmit to it (gravity of world 0
   for a global body). Models with loop-closing joints do not offer it (their loop wrenches act on bodies that

@@ -572,13 +572,12 @@ def hessian_assembly(
 def gradient(
     # model
     dof_world: wp.array(dtype=wp.int32),
-    dof_row_start: wp.array(dtype=wp.int32),
     # inputs
     momentum_mode: int,
     dt: float,
     warm_start: int,
     world_active: wp.array(dtype=wp.int32),
-    A_rows: wp.array(dtype=float),
+    A_inv_diag: wp.array(dtype=float),
     Av0: wp.array(dtype=float),
     tau: wp.array(dtype=float),
     jtg: wp.array(dtype=float),
@@ -590,7 +589,8 @@ def gradient(
     any_active_out: wp.array(dtype=wp.int32),
 ):
     """``∇ℓ_i = (A (v − v_ref))_i − m Δt τ_i − (Jᵀγ)_i``; accumulates the squared scaled norms
-    ``(‖D∇ℓ‖², ‖D A v‖², ‖D Jᵀγ‖²)`` of the world, ``D = diag(A)^-½``. ``Ae = A (v − v_ref)`` needs no
+    ``(‖D∇ℓ‖², ‖D A v‖², ‖D Jᵀγ‖²)`` of the world, ``D = diag(A)^-½`` (``A_inv_diag``: 0 for a kinematic body's
+    dofs, which are not unknowns of the problem). ``Ae = A (v − v_ref)`` needs no
     product: at the warm start ``v = v0`` (``warm_start = 1``) it is ``−Δt τ`` in v* mode
     (``v* = v0 + Δt A⁻¹ τ``) and 0 in momentum mode (``v_ref = v0``), written here; after that the line search
     adds ``α A Δv``. Likewise ``A v = Ae + A v_ref`` with ``A v_ref = A v0 + (1 − m) Δt τ`` from ``Av0``.
@@ -616,7 +616,7 @@ def gradient(
         Av += dt * tau[i]
     grad_out[i] = g
     grad_model_out[i] = g
-    d2 = 1.0 / A_rows[dof_row_start[i]]
+    d2 = A_inv_diag[i]
     wp.atomic_add(world_norms_out, w, wp.vec3(d2 * g * g, d2 * Av * Av, d2 * jtg[i] * jtg[i]))
 
 
@@ -878,6 +878,7 @@ class SapSolver:
         dof_names = ("v", "grad", "dv", "jtg", "Ae", "Av0", "Adv", "grad_model", "dv_model", "pdiag")
         for name in (*dof_names, "cg_r", "cg_z", "cg_p", "cg_Hp"):
             setattr(self, name, zeros(ndof))
+        self.A_inv_diag = None  # the dynamics' 1/A_ii, given by each setup_constraints
         self.uses_dense_worlds = topology.world_dense_size > 0  # some world has a dense n×n block of H
         self.A_world = zeros(max(topology.world_dense_size, 1))
         self.H = zeros(max(topology.world_dense_size, 1))
@@ -1011,8 +1012,10 @@ class SapSolver:
     ) -> None:
         """Constraint rows of this step: the contacts of ``contacts`` (may be None) in the first slots,
         then the joint-space rows (drives, limits, friction, mimic) when the model has any, then the
-        loop closures. ``tree_ref``, ``dof_S_tree`` and ``A_inv_diag`` (1/A_ii) come from the dynamics."""
+        loop closures. ``tree_ref``, ``dof_S_tree`` and ``A_inv_diag`` (1/A_ii, 0 for kinematic bodies' dofs; the
+        solve's optimality norms read it too) come from the dynamics."""
         o, T, dev = self.options, self.T, self.device
+        self.A_inv_diag = A_inv_diag
         n_contacts = contacts.rigid_contact_max if contacts is not None and self.topo.dof_count else 0
         n_joint = SLOTS_PER_DOF * self.topo.dof_count if self.model_constraints else 0  # drives, limits, ...
         n_loop = 2 * len(self.topo.loop_joints)
@@ -1339,8 +1342,8 @@ class SapSolver:
         wp.launch(
             gradient,
             dim=ndof,
-            inputs=[T.dof_world, T.dof_row_start, momentum, dt, int(warm_start), self.world_active, A_rows, self.Av0,
-                    tau, self.jtg],
+            inputs=[T.dof_world, momentum, dt, int(warm_start), self.world_active, self.A_inv_diag, self.Av0, tau,
+                    self.jtg],
             outputs=[self.Ae, self.grad, self.grad_model, self.world_norms, self.any_active],
             device=dev,
         )  # fmt: skip

@@ -23,8 +23,9 @@ class SapSnapshot:
     coordinates (the order and meaning of ``State.joint_qd``, dual to ``Control.joint_f``): the n dofs
     of a world's trees, ``joint_qd[dofs[w]]``. Loop-closing joints' dofs are not among them (their
     joints are constraints, see ``constraint_kind``). A kinematic body's dofs are, as the solver holds them
-    (prescribed, ``kinematic_bodies.py``): their rows and columns of ``mass_matrix`` decoupled with a unit
-    diagonal, their ``bias`` and ``tau`` zero, ``v_star`` and ``velocity`` the given ``joint_qd``.
+    (prescribed, ``kinematic_bodies.py``): decoupled from the other dofs in ``mass_matrix`` (internally a unit
+    diagonal and zero ``bias`` and ``tau``; a FREE root's public block and terms carry the map T below),
+    ``v_star`` and ``velocity`` the given ``joint_qd``.
 
     Attributes:
         mass_matrix: ``M(q)`` [kg, kg·m, kg·m²], n×n per world, armature included, damping not.

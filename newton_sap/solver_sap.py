@@ -547,7 +547,7 @@ class SolverSAP(newton.solvers.SolverBase):
             inputs=[
                 T.branch_start, T.branch_joints, model.joint_type, model.joint_parent, model.joint_child,
                 model.joint_X_p, model.joint_X_c, model.joint_axis, model.joint_dof_dim, model.joint_q_start,
-                model.joint_qd_start, T.joint_dof_internal_start, model.body_com,
+                model.joint_qd_start, T.joint_dof_internal_start, model.body_com, model.body_flags,
                 int(state_out is not None), joint_q, public_qd,
             ],
             outputs=[

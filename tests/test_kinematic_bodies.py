@@ -167,6 +167,81 @@ def test_body_welded_to_a_prescribed_carrier_is_carried():
     np.testing.assert_allclose(s0.body_qd.numpy()[1][:3], [u - spin * r[1], spin * r[0], 0.0], atol=1e-2)  # [m/s]
 
 
+def car_with_pendulum(free_root, radius=2.0, height=1.0, arm=0.3):
+    """A kinematic "car" carrying a pendulum (REVOLUTE about the car's y axis, bob ``arm`` [m] below). The car's
+    root joint is FREE, or (``free_root`` False) REVOLUTE about z at a point ``radius`` [m] off the car, so that
+    turning it about that axis drives the car round a circle."""
+    b = newton.ModelBuilder(gravity=(0.0, 0.0, -G))
+    car = b.add_link(mass=5.0, inertia=wp.mat33(np.eye(3) * 0.5), is_kinematic=True, label="car")
+    if free_root:
+        root = b.add_joint_free(car)
+    else:
+        at_centre = wp.transform((-radius, 0.0, -height), wp.quat_identity())
+        root = b.add_joint_revolute(-1, car, axis=newton.Axis.Z, child_xform=at_centre)
+    bob = b.add_link(mass=1.0, com=(0.0, 0.0, -arm), inertia=wp.mat33(np.eye(3) * 1e-3), label="bob")
+    b.add_articulation([root, b.add_joint_revolute(car, bob, axis=newton.Axis.Y)])
+    return b.finalize()
+
+
+def test_pendulum_in_a_car_driving_a_circle():
+    """A kinematic FREE root keeps its twist within a step (a screw motion, as Newton's Featherstone solver
+    holds it), so a pendulum in a car that drives a circle (R = 2 m, Ω = 2 rad/s, yawing with it) swings out
+    as when the same motion is prescribed by a REVOLUTE root at the circle's centre (the turntable above): to
+    1e-4 rad over a second. With the car's origin moving straight within each step it would not swing."""
+    radius, spin, height, dt = 2.0, 2.0, 1.0, 1e-3
+    swings = []
+    for free_root in (True, False):
+        model = car_with_pendulum(free_root, radius, height)
+        solver = newton_sap.SolverSAP(model)
+        s0, s1 = model.state(), model.state()
+        phi = []
+        for n in range(1000):
+            th = spin * n * dt
+            if free_root:
+                pose = [radius * np.cos(th), radius * np.sin(th), height, 0.0, 0.0, np.sin(th / 2), np.cos(th / 2)]
+                prescribe(s0, 0, 0, pose, [-spin * radius * np.sin(th), spin * radius * np.cos(th), 0, 0, 0, spin])
+            else:
+                prescribe(s0, 0, 0, [th], [spin])
+            solver.step(s0, s1, None, None, dt)
+            s0, s1 = s1, s0
+            phi.append(s0.joint_q.numpy()[-1])
+        swings.append(np.array(phi))
+    assert swings[1].min() < -1.4  # [rad]: it swings out past the tilt atan(Ω² R / g) = 0.68 rad and back
+    np.testing.assert_allclose(swings[0], swings[1], atol=1e-4)
+
+
+def test_a_fast_kinematic_body_does_not_loosen_other_solves():
+    """A kinematic body's dofs are not unknowns of the problem, so its speed is not in the optimality test's
+    scale: a three-box stack steps bit for bit the same beside a sphere spinning in place at 0 or 1e4 rad/s."""
+
+    def stack_beside_a_spinning_sphere(spin):
+        b = newton.ModelBuilder(gravity=(0.0, 0.0, -G))
+        b.add_ground_plane()
+        for k in range(3):
+            body = b.add_body(xform=wp.transform((0.01 * k, 0.0, 0.05 * (2 * k + 1)), wp.quat_identity()))
+            b.add_shape_box(body, hx=0.05, hy=0.05, hz=0.05, cfg=newton.ModelBuilder.ShapeConfig(density=50.0))
+        sphere = b.add_link(mass=1.0, inertia=wp.mat33(np.eye(3) * 0.1), is_kinematic=True)
+        b.add_shape_sphere(sphere, radius=0.1)
+        at = wp.transform((10.0, 0.0, 1.0), wp.quat_identity())
+        b.add_articulation([b.add_joint_revolute(-1, sphere, axis=newton.Axis.Z, parent_xform=at)])
+        model = b.finalize()
+        solver = newton_sap.SolverSAP(model)
+        pipeline = newton.CollisionPipeline(model)
+        contacts = pipeline.contacts()
+        s0, s1 = model.state(), model.state()
+        newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)  # the sphere to its joint's place, 10 m away
+        for _ in range(100):
+            prescribe(s0, 21, 18, [0.0], [spin])
+            pipeline.collide(s0, contacts)
+            solver.step(s0, s1, None, contacts, 2e-3)
+            s0, s1 = s1, s0
+        return s0.joint_q.numpy()[:21], s0.joint_qd.numpy()[:18]
+
+    resting, spinning = stack_beside_a_spinning_sphere(0.0), stack_beside_a_spinning_sphere(1e4)
+    for a, b, name in zip(resting, spinning, ("joint_q", "joint_qd"), strict=True):
+        assert_same_run(a, b, name)
+
+
 def conveyor(mu=0.5):
     """A 1 kg cube (0.1 m half extent) resting on a kinematic FREE platform (a 2 m × 2 m × 0.1 m slab, top at
     z = 0), friction μ on both shapes; no ground."""
