@@ -243,6 +243,7 @@ def mass_matrix_rows(
         if dense >= 0:
             dense_out[dense + li * n + li] = diag
     tau_out[i] = tau
-    A_inv_diag_out[i] = 1.0 / rows_out[rs]
     if kinematic_i == 1:
         A_inv_diag_out[i] = 0.0  # outside the problem: no Delassus share, no weight in the optimality norms
+    else:
+        A_inv_diag_out[i] = 1.0 / rows_out[rs]

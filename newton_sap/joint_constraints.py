@@ -230,15 +230,15 @@ def joint_constraint_rows(
     if leader >= 0:
         coeffs = dof_mimic_coeffs[i]
         g0 = q0 - coeffs[1] * joint_q[dof_coord[leader]] - coeffs[0]
-        leader_moves = float(1 - dof_is_kinematic(leader, dof_body, body_flags))
-        w_m = w_est + leader_moves * coeffs[1] * coeffs[1] * A_inv_diag[leader]
-        R_m, v_hat_m = bilateral_parameters(g0, w_m, dt)
+        # 1/A_ii is 0 for a kinematic leader: no share in the Delassus estimate
+        R_m, v_hat_m = bilateral_parameters(g0, w_est + coeffs[1] * coeffs[1] * A_inv_diag[leader], dt)
         slot = base + 4 * n + i
-        if leader_moves == 0.0:  # v_c = v_i − ρ v_leader with v_leader given
+        leader_kinematic = dof_is_kinematic(leader, dof_body, body_flags)
+        if leader_kinematic == 1:  # v_c = v_i − ρ v_leader with v_leader given
             v_hat_m += coeffs[1] * v0[leader]
         write_row(slot, w, BILATERAL, i, 1.0, R_m, v_hat_m, 0.0,
                   c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_dof, c_J, v0, c_vc)  # fmt: skip
-        if leader_moves == 1.0:
+        if leader_kinematic == 0:
             c_nnz[slot] = 2
             c_dof[slot, 1] = leader
             c_J[slot, 1] = wp.vec3(-coeffs[1], 0.0, 0.0)
