@@ -13,7 +13,7 @@ import warp as wp
 
 from .constraints.bilateral import bilateral_parameters
 from .constraints.dispatch import BILATERAL, JOINT_FRICTION, JOINT_LIMIT, PD_DRIVE
-from .constraints.friction_cone import TWO_PI_SQ
+from .constraints.friction_cone import TWO_PI_SQ, unilateral_bias_velocity
 from .constraints.pd_drive import pd_drive_parameters
 from .kinematic_bodies import dof_is_kinematic
 
@@ -217,11 +217,11 @@ def joint_constraint_rows(
     lower = joint_limit_lower[p]
     upper = joint_limit_upper[p]
     if lower > -NO_LIMIT and q0 - lower <= reach:
-        write_row(base + n + i, w, JOINT_LIMIT, i, 1.0, R_lim, -(q0 - lower) / (dt + tau_d), 0.0,
+        write_row(base + n + i, w, JOINT_LIMIT, i, 1.0, R_lim, unilateral_bias_velocity(q0 - lower, dt, tau_d), 0.0,
                   c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_dof, c_J, v0, c_vc)  # fmt: skip
     if upper < NO_LIMIT and upper - q0 <= reach:
-        write_row(base + 2 * n + i, w, JOINT_LIMIT, i, -1.0, R_lim, -(upper - q0) / (dt + tau_d), 0.0,
-                  c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_dof, c_J, v0, c_vc)  # fmt: skip
+        write_row(base + 2 * n + i, w, JOINT_LIMIT, i, -1.0, R_lim, unilateral_bias_velocity(upper - q0, dt, tau_d),
+                  0.0, c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_dof, c_J, v0, c_vc)  # fmt: skip
     f_c = joint_friction[p]
     if f_c > 0.0:
         write_row(base + 3 * n + i, w, JOINT_FRICTION, i, 1.0, friction_regularization * w_est, 0.0, dt * f_c,

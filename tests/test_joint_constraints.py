@@ -118,6 +118,31 @@ def test_pendulum_rests_on_its_limit_without_gaining_energy():
     assert max(energies) <= e0 + 1e-6
 
 
+def test_limit_does_not_brake_before_the_joint_reaches_it():
+    """A free rotor (no gravity) turning at −1 rad/s toward its lower limit at −0.5005 rad, with Newton's limit
+    gains (ke 1e3, kd 1e2: τ_d = 0.1 s): it turns freely, ``q = −t`` (as Featherstone and MuJoCo give), until the
+    step that crosses the limit (t = 0.501 s), then stops there. With the violated side's bias
+    ``−g0 / (Δt + τ_d)`` also before the limit, the step before was braked to −0.72 rad/s."""
+    b = newton.ModelBuilder(gravity=(0.0, 0.0, 0.0))
+    link = b.add_link(mass=1.0, com=wp.vec3(0.5, 0.0, 0.0), inertia=wp.mat33(np.eye(3) * 0.01))
+    b.add_articulation([b.add_joint_revolute(-1, link, axis=(0.0, 0.0, 1.0), limit_lower=-0.5005, limit_upper=0.5,
+                                             limit_ke=1e3, limit_kd=1e2)])  # fmt: skip
+    model = b.finalize()
+    solver = newton_sap.SolverSAP(model, joint_limit_stiffness=None)
+    s0, s1 = model.state(), model.state()
+    s0.joint_qd.assign(np.array([-1.0], np.float32))
+    dt, trajectory = 1e-3, []
+    for _ in range(700):
+        solver.step(s0, s1, None, None, dt)
+        s0, s1 = s1, s0
+        trajectory.append((s0.joint_q.numpy()[0], s0.joint_qd.numpy()[0]))
+    q, qd = np.array(trajectory).T
+    free = slice(0, 500)  # t ≤ 0.5 s: the limit not yet reached
+    np.testing.assert_allclose(q[free], -dt * np.arange(1, 501), atol=1e-5)
+    np.testing.assert_allclose(qd[free], -1.0, atol=1e-6)
+    assert -0.51 < q.min() < -0.5005 and abs(qd[-1]) < 0.05  # stopped by the (compliant) limit
+
+
 @pytest.mark.parametrize("kp", [500.0, 1e6])
 def test_arm_pd_hold_balances_reference_gravity(kp):
     """Panda (9 dofs) under PD at a pose: Kp (q_d − q) equals Pinocchio's gravity torque g(q)."""

@@ -2,7 +2,9 @@
 
 The constraint function is ``g = q − q_lower`` (row ``v_c = v``) or ``g = q_upper − q`` (row
 ``v_c = −v``), linearized ``g ≈ g0 + Δt v_c``, with stiffness k and dissipation time τ_d:
-``R = max(β² w / (4π²), 1 / (Δt k (Δt + τ_d)))``, ``v̂ = −g0 / (Δt + τ_d)``; ``y = R⁻¹ (v̂ − v_c)``:
+``R = max(β² w / (4π²), 1 / (Δt k (Δt + τ_d)))``, ``v̂ = −g0 / (Δt + τ_d)`` at or past the limit and ``−g0 / Δt``
+before it (``friction_cone.unilateral_bias_velocity``: no braking before the step reaches the limit);
+``y = R⁻¹ (v̂ − v_c)``:
 
 * active ``y > 0``: ``γ = y``, ``G = R⁻¹``, ``ℓ = ½ R γ²``;
 * inactive: ``γ = 0``, ``G = 0``, ``ℓ = 0``.
