@@ -24,19 +24,22 @@ parking every row is swept, and contact ``i`` keeps slot ``i``.
   the chain of body 1 (+) and body 0 (−) up to their common ancestor, ``J_k = ± R_WCᵀ (v̄_k + ω_k × (p − r))``
   with ``S̄_k = [ω_k; v̄_k]`` about the tree's point r (``jacobian.chain_rows``), and ``c_vc = J v0`` at the
   step's start velocity (every row builder leaves it: the Newton loop's warm start reads it); kinematic bodies'
-  dofs have no entries, their velocity ``J_k v0_k`` is subtracted from v̂ instead;
+  dofs have no entries, their velocity ``J_k v0_k`` is subtracted from v̂ instead, as is the position update's
+  ``J_k b_k`` of FREE joints (``integration.position_update_offsets``);
 * the Delassus estimate ``w = ‖Σ_k J_k J_kᵀ / A_kk‖_F / 3`` [kg⁻¹], the compliance R (``w`` floored in
   ``contact_compliance``), the bias velocity v̂ and the friction coefficient μ from the pair's materials
-  (or the solver's overrides);
+  (or the solver's overrides); with Newton's ``rigid_contact_surface_velocity`` (meshes with
+  ``enable_surface_velocity``, e.g. a conveyor belt) v̂ less its tangential part: the impulse depends on
+  ``v̂ − v_c``, and the surfaces' material slides at ``v_c`` plus that velocity;
 * with ``park = 1``, whether the contact is distant (``contact_is_distant`` at the step's start velocity
   ``v0``, its ``v_c0`` from the body twists, ``jacobian.body_chain_twists``): ``c_parked``, with ``γ = 0`` (the
   answer's impulse), ``c_vc = v_c0`` and what the check needs (frame, point, v̂, μ; and φ0; the twists include the
-  kinematic bodies' dofs, so v̂ is not shifted until the row is completed), but neither Jacobian
-  entries nor Delassus estimate nor R or G (they cost most of a row: no kernel reads them for a parked row); the
-  solver leaves such rows out of the Newton iterations and checks them at the solution from the body twists
-  there (``sap.py``). A row the check finds acting, or every parked row for a snapshot, is completed by this
-  kernel again in a completing mode (its entries and R; the iterations then evaluate its γ and G).
-"""
+  kinematic bodies' dofs and the FREE joints' offsets, so v̂ is not shifted by them until the row is completed),
+  but neither Jacobian entries nor Delassus estimate nor R or G (they cost most of a row: no kernel reads them
+  for a parked row); the solver leaves such rows out of the Newton iterations and checks them at the solution
+  from the body twists there (``sap.py``). A row the check finds acting, or every parked row for a snapshot, is
+  completed by this kernel again in a completing mode (its entries and R; the iterations then evaluate its γ
+  and G)."""
 
 import warp as wp
 
@@ -167,10 +170,12 @@ def contact_rows(
     contact_stiffness: wp.array(dtype=float),
     contact_damping: wp.array(dtype=float),
     contact_friction_scale: wp.array(dtype=float),
+    contact_surface_velocity: wp.array(dtype=wp.vec3),
     body_q: wp.array(dtype=wp.transform),
     tree_ref: wp.array(dtype=wp.vec3),
     dof_S_tree: wp.array(dtype=wp.spatial_vector),
     A_inv_diag: wp.array(dtype=float),
+    dof_offset: wp.array(dtype=float),
     v0: wp.array(dtype=float),
     body_twist: wp.array(dtype=wp.spatial_vector),
     # outputs (c_parked read and updated; contact_slot_out and c_contact written by ROWS_BUILD, c_contact read by the
@@ -268,6 +273,9 @@ def contact_rows(
                 k_pair, tau, mu, contact_stiffness[i], contact_damping[i], contact_friction_scale[i]
             )
         v_hat = contact_bias_velocity(phi0, dt, tau)
+        if contact_surface_velocity.shape[0] > 0:  # Newton's mesh surface velocities (an empty array: none)
+            u = R_CW * contact_surface_velocity[i]  # shape 1's surface relative to shape 0's, moving its material
+            v_hat -= wp.vec3(u[0], u[1], 0.0)  # along the surface only: a conveyor belt
         if mode == ROWS_BUILD:
             wp.atomic_add(world_contact_count, world, 1)
             parked = int(0)
@@ -299,10 +307,10 @@ def contact_rows(
                 continue
 
         # Jacobian entries along both chains, and the Delassus estimate from diag(A)
-        e, vc_walk, vc_kinematic, w_norm = chain_rows(c, d1, d0, R_CW, p, 0, tree_ref, dof_tree, dof_parent,
-                                                      dof_S_tree, dof_body, body_flags, A_inv_diag, v0, c_dof_out,
-                                                      c_J_out)  # fmt: skip
-        c_vhat_out[c] = v_hat - vc_kinematic  # a kinematic body moves like an obstacle (kinematic_bodies)
+        e, vc_walk, vc_known, w_norm = chain_rows(c, d1, d0, R_CW, p, 0, tree_ref, dof_tree, dof_parent, dof_S_tree,
+                                                  dof_body, body_flags, A_inv_diag, dof_offset, v0, c_dof_out,
+                                                  c_J_out)  # fmt: skip
+        c_vhat_out[c] = v_hat - vc_known  # a kinematic body moves like an obstacle (kinematic_bodies)
         c_R_out[c] = contact_compliance(k_pair, tau, dt, beta, sigma, w_norm / 3.0)
         c_nnz_out[c] = e
         if mode == ROWS_BUILD:

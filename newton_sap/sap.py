@@ -879,6 +879,7 @@ class SapSolver:
         for name in (*dof_names, "cg_r", "cg_z", "cg_p", "cg_Hp"):
             setattr(self, name, zeros(ndof))
         self.A_inv_diag = None  # the dynamics' 1/A_ii, given by each setup_constraints
+        self.dof_offset = None  # the position update's velocity offsets, given by each setup_constraints
         self.uses_dense_worlds = topology.world_dense_size > 0  # some world has a dense n×n block of H
         self.A_world = zeros(max(topology.world_dense_size, 1))
         self.H = zeros(max(topology.world_dense_size, 1))
@@ -954,6 +955,7 @@ class SapSolver:
         self.slots_per_thread = slots_per_thread(device)
         self.zero_dof = zeros(ndof)  # zeros over the dofs (a default joint_act; the tree solves' base)
         self.no_contact_properties = zeros(0)  # Contacts without per-contact stiffness, damping and friction
+        self.no_surface_velocity = zeros(0, wp.vec3)  # Contacts without mesh surface velocities
         self.model_constraints = False
         self.dof_mimic_leader = wp.full(max(topology.dof_count, 1), -1, dtype=wp.int32, device=device)
         self.dof_mimic_coeffs = zeros(max(topology.dof_count, 1), wp.vec2)
@@ -1008,14 +1010,28 @@ class SapSolver:
         self.slot_threads = -(-n // self.slots_per_thread)  # launch size of the per-row kernels
 
     def setup_constraints(
-        self, model, state, control, contacts, body_q, tree_ref, dof_S_tree, A_inv_diag, v0, tau, dt: float
+        self,
+        model,
+        state,
+        control,
+        contacts,
+        body_q,
+        tree_ref,
+        dof_S_tree,
+        A_inv_diag,
+        dof_offset,
+        v0,
+        tau,
+        dt: float,
     ) -> None:
         """Constraint rows of this step: the contacts of ``contacts`` (may be None) in the first slots,
         then the joint-space rows (drives, limits, friction, mimic) when the model has any, then the
-        loop closures. ``tree_ref``, ``dof_S_tree`` and ``A_inv_diag`` (1/A_ii, 0 for kinematic bodies' dofs; the
-        solve's optimality norms read it too) come from the dynamics."""
+        loop closures. ``tree_ref``, ``dof_S_tree``, ``A_inv_diag`` (1/A_ii, 0 for kinematic bodies' dofs; the
+        solve's optimality norms read it too) and ``dof_offset`` (the position update's velocity beyond the solved
+        one, ``integration.position_update_offsets``) come from the dynamics."""
         o, T, dev = self.options, self.T, self.device
         self.A_inv_diag = A_inv_diag
+        self.dof_offset = dof_offset
         n_contacts = contacts.rigid_contact_max if contacts is not None and self.topo.dof_count else 0
         n_joint = SLOTS_PER_DOF * self.topo.dof_count if self.model_constraints else 0  # drives, limits, ...
         n_loop = 2 * len(self.topo.loop_joints)
@@ -1041,8 +1057,8 @@ class SapSolver:
                     contacts.rigid_contact_count, contacts.rigid_contact_shape0, contacts.rigid_contact_shape1,
                     contacts.rigid_contact_point0, contacts.rigid_contact_point1, contacts.rigid_contact_normal,
                     contacts.rigid_contact_margin0, contacts.rigid_contact_margin1,
-                    *self._per_contact_properties(contacts), body_q, tree_ref, dof_S_tree, A_inv_diag, v0,
-                    self.body_twist,
+                    *self._per_contact_properties(contacts), body_q, tree_ref, dof_S_tree, A_inv_diag, dof_offset,
+                    v0, self.body_twist,
                 ],
             }  # fmt: skip
             self._parked_check_args = {
@@ -1076,7 +1092,7 @@ class SapSolver:
                     T.loop_joints, model.joint_type, model.joint_enabled, model.joint_parent, model.joint_child,
                     model.joint_X_p, model.joint_X_c, model.joint_axis, model.joint_qd_start, T.body_world,
                     T.body_last_dof, T.dof_parent, T.dof_tree, T.dof_body, model.body_flags, n_contacts + n_joint, dt,
-                    body_q, tree_ref, dof_S_tree, A_inv_diag, v0,
+                    body_q, tree_ref, dof_S_tree, A_inv_diag, dof_offset, v0,
                 ],
                 outputs=[self.c_world, self.c_kind, self.c_R, self.c_vhat, self.c_param, self.c_nnz, self.c_dof,
                          self.c_J, self.c_vc],
@@ -1087,12 +1103,13 @@ class SapSolver:
         self._sort_constraints()
 
     def _per_contact_properties(self, contacts) -> list:
-        """``contacts``' per-contact stiffness, damping and friction scale (``contact_rows``), empty arrays where
-        Newton did not allocate them."""
+        """``contacts``' per-contact stiffness, damping, friction scale and surface velocity (``contact_rows``),
+        empty arrays where Newton did not allocate them."""
         arrays = [getattr(contacts, f"rigid_contact_{name}", None) for name in ("stiffness", "damping", "friction")]
         if any(a is None for a in arrays):
-            return [self.no_contact_properties] * 3
-        return arrays
+            arrays = [self.no_contact_properties] * 3
+        surface_velocity = getattr(contacts, "rigid_contact_surface_velocity", None)
+        return [*arrays, self.no_surface_velocity if surface_velocity is None else surface_velocity]
 
     def _contact_rows(self, mode: int) -> None:
         """``contact_rows`` over this step's contact slots in ``mode`` (``ROWS_*``), with the inputs that
@@ -1112,10 +1129,12 @@ class SapSolver:
         )  # fmt: skip
 
     def _body_twists(self, dof_S_tree, v) -> None:
-        """``body_twist``: every body's twist at the dof velocities ``v`` (``body_chain_twists``)."""
+        """``body_twist``: every body's twist at the dof velocities ``v`` as the position update moves it
+        (``body_chain_twists``)."""
         T = self.T
-        wp.launch(body_chain_twists, dim=self.topo.body_count, inputs=[T.body_last_dof, T.dof_parent, dof_S_tree, v],
-                  outputs=[self.body_twist], device=self.device)  # fmt: skip
+        wp.launch(body_chain_twists, dim=self.topo.body_count,
+                  inputs=[T.body_last_dof, T.dof_parent, dof_S_tree, self.dof_offset, v], outputs=[self.body_twist],
+                  device=self.device)  # fmt: skip
 
     def complete_parked_rows(self) -> None:
         """Jacobian entries and compliances of the contacts parked at the end of the step, which the

@@ -52,6 +52,24 @@ def box_stack_builder(half=0.1, mass=1.0, mu=0.5, gravity=(0.0, 0.0, -G), boxes=
     return b
 
 
+def cylinder_with_offset_origin(offset, mu=0.6, gravity=(0.0, 0.0, -G), radius=0.1, half_height=0.15, mass=1.0):
+    """A solid cylinder (free joint, axis y) lying on a ground plane, its body origin ``offset`` [m] (body frame)
+    away from its centre, where its COM and shape sit: imported meshes often have their origin off the COM."""
+    b = newton.ModelBuilder(gravity=gravity)
+    cfg = newton.ModelBuilder.ShapeConfig(mu=mu, density=0.0)
+    b.add_ground_plane(cfg=cfg)
+    offset = np.asarray(offset, float)
+    axial = 0.5 * mass * radius**2
+    across = mass * (3 * radius**2 + 4 * half_height**2) / 12
+    body = b.add_link(xform=wp.transform(tuple(np.array([0.0, 0.0, radius]) - offset), wp.quat_identity()),
+                      mass=mass, com=tuple(offset), inertia=wp.mat33(np.diag([across, axial, across])))  # fmt: skip
+    along_y = wp.quat_from_axis_angle(wp.vec3(1.0, 0.0, 0.0), float(np.pi / 2))
+    b.add_shape_cylinder(body, xform=wp.transform(tuple(offset), along_y), radius=radius, half_height=half_height,
+                         cfg=cfg)  # fmt: skip
+    b.add_articulation([b.add_joint_free(body)])
+    return b.finalize()
+
+
 def sphere_bin(count, radius=0.05, mu=0.5):
     """``count`` free spheres on a 4-wide grid of layers, dropped into a 0.4 m bin of static box walls."""
     return sphere_bin_builder(count, radius, mu).finalize()

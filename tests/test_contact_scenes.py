@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 import warp as wp
 
-from contact_scenes import G, Run, box_on_ground, incline_gravity, sphere_on_ground
+from newton_sap.diagnostics import quat_to_matrix
+
+from contact_scenes import G, Run, box_on_ground, cylinder_with_offset_origin, incline_gravity, sphere_on_ground
 
 
 def test_resting_sphere_penetrates_by_mg_over_k():
@@ -74,6 +76,67 @@ def test_sphere_thrown_without_spin_ends_rolling_at_five_sevenths():
     run.step(5e-3, int(2 * 2 * v0 / (7 * mu * G) / 5e-3))
     assert abs(run.qd[0] - 5.0 / 7.0 * v0) < 0.01 * 5.0 / 7.0 * v0
     assert abs(run.qd[4] * radius - run.qd[0]) < 0.01 * v0  # rolling: ω_y r = v_x
+    assert np.all(run.converged)
+
+
+@pytest.mark.parametrize("offset", [(0.3, 0.0, 0.0), (0.0, 0.0, 0.3)])
+def test_cylinder_with_its_origin_off_its_com_rolls_at_two_thirds_g_sin_theta(offset):
+    """A cylinder rolls down a 20° incline at a = g sin θ / (1 + I/(m r²)) = ⅔ g sin θ wherever its body origin
+    lies (within 0.5 % at Δt = 0.01; the origin 0.3 m off the COM across the axis gave 13 % and 5 % too much while
+    the contact rows left out the position update's ``Δt ω × (ω × r)``: integration.position_update_offsets)."""
+    dt, radius = 0.01, 0.1
+    run = Run(cylinder_with_offset_origin(offset, mu=0.6, gravity=incline_gravity(20.0), radius=radius))
+    speeds = [run.step(dt).joint_qd.numpy()[[0, 4]] for _ in range(60)]
+    t = dt * np.arange(1, 61)
+    accel = np.polyfit(t[10:], [v[0] for v in speeds[10:]], 1)[0]
+    expected = G * np.sin(np.radians(20.0)) / 1.5
+    assert abs(accel - expected) < 5e-3 * expected
+    assert abs(speeds[-1][1] * radius - speeds[-1][0]) < 1e-3 * speeds[-1][0]  # rolling: ω_y r = v_x
+    assert np.all(run.converged)
+
+
+def test_cylinder_spinning_about_a_com_off_its_origin_rests_on_the_ground():
+    """A cylinder spinning at 13 rad/s about its axis on a frictionless ground, its body origin 0.3 m below its
+    COM, stays put: the contact sees the COM still (it launched it at 0.49 m/s in one step, and bounced it by
+    2 cm, while the rows left out the position update's offset)."""
+    radius = 0.1
+    run = Run(cylinder_with_offset_origin((0.0, 0.0, -0.3), mu=0.0, radius=radius), qd0=[0, 0, 0, 0, 13.0, 0])
+    heights, climbs = [], []
+    for _ in range(100):
+        state = run.step(0.01)
+        pose = state.body_q.numpy()[0]
+        heights.append(pose[2] + quat_to_matrix(pose[3:])[2] @ np.array([0.0, 0.0, -0.3]))  # the COM's z
+        climbs.append(state.joint_qd.numpy()[2])
+    assert np.ptp(heights) < 1e-3 and max(np.abs(climbs)) < 0.01
+    assert abs(run.qd[4] - 13.0) < 1e-3
+
+
+def test_box_on_a_mesh_conveyor_accelerates_at_mu_g_to_the_belt_speed():
+    """A static mesh whose surface moves at 1 m/s along x (Newton's ``enable_surface_velocity``; the pipeline writes
+    ``rigid_contact_surface_velocity``) carries a box resting on it: the box slips, accelerating at μ g (within 2 %)
+    once it slides on the belt (the sudden 1 m/s slip first lifts it, SAP's gliding artefact: README), then rides at
+    the belt's speed (within 1e-3) on the belt; the surface velocity's normal part (0.3 m/s here) is ignored, as
+    Newton's solvers do. Before SAP read it, the box stayed put."""
+    mu, half = 0.5, 0.1
+    vertices = np.array([[-3.0, -3.0, 0.0], [3.0, -3.0, 0.0], [3.0, 3.0, 0.0], [-3.0, 3.0, 0.0]], np.float32)
+    belt = newton.Mesh(vertices, np.array([0, 1, 2, 0, 2, 3], np.int32), compute_inertia=False,
+                       enable_surface_velocity=True)  # fmt: skip
+    b = newton.ModelBuilder()
+    cfg = newton.ModelBuilder.ShapeConfig(mu=mu)
+    b.add_shape_mesh(body=-1, mesh=belt, cfg=cfg)
+    box = b.add_link(xform=wp.transform((0.0, 0.0, half), wp.quat_identity()), mass=1.0,
+                     inertia=wp.mat33(np.eye(3) * (2.0 / 3.0) * half**2))  # fmt: skip
+    b.add_shape_box(box, hx=half, hy=half, hz=half, cfg=newton.ModelBuilder.ShapeConfig(mu=mu, density=0.0))
+    b.add_articulation([b.add_joint_free(box)])
+    model = b.finalize()
+    belt.mesh.velocities.fill_(wp.vec3(1.0, 0.0, 0.3))
+    dt = 0.005
+    run = Run(model)
+    speeds = np.array([run.step(dt).joint_qd.numpy()[:3].copy() for _ in range(80)])
+    sliding = (speeds[:, 0] > 0.5) & (speeds[:, 0] < 0.95)
+    accel = np.polyfit(dt * np.nonzero(sliding)[0], speeds[sliding, 0], 1)[0]
+    assert abs(accel - mu * G) < 0.02 * mu * G
+    assert abs(speeds[-1, 0] - 1.0) < 1e-3 and abs(speeds[-1, 2]) < 1e-3 and abs(run.q[2] - half) < 1e-3
     assert np.all(run.converged)
 
 
