@@ -57,7 +57,8 @@ def mimic_tables(model: newton.Model, topo) -> tuple[np.ndarray, np.ndarray]:
 
     Raises:
         ModelError: a mimic between joints of different worlds, of an unsupported type, or of
-            different dof counts, or a joint that mimics two joints; the message names the follower joint.
+            different dof counts, of a loop-closing joint (not a coordinate), of a joint with itself or with
+            non-finite coefficients, or a joint that mimics two joints; the message names the follower joint.
     """
     from .topology import ModelError
 
@@ -77,6 +78,12 @@ def mimic_tables(model: newton.Model, topo) -> tuple[np.ndarray, np.ndarray]:
         name = f"joint {j} ('{labels[j] if j < len(labels) else j}')"
         if jtype[j] not in MIMIC_JOINT_TYPES or jtype[ref] not in MIMIC_JOINT_TYPES:
             raise ModelError(f"{name} mimics joint {ref}: only REVOLUTE, PRISMATIC and D6 joints can be coupled")
+        if j == ref:
+            raise ModelError(f"{name} mimics itself")
+        if not (topo.joint_in_tree[j] and topo.joint_in_tree[ref]):
+            raise ModelError(f"{name} mimics joint {ref}: a loop-closing joint has no coordinates to couple")
+        if not (np.isfinite(offset) and np.isfinite(multiplier)):
+            raise ModelError(f"{name} mimics joint {ref} with non-finite coefficients ({offset}, {multiplier})")
         if dim[j] != dim[ref]:
             raise ModelError(f"{name} mimics joint {ref} with a different number of dofs")
         if body_world[jchild[j]] != body_world[jchild[ref]]:

@@ -17,6 +17,9 @@ SAP.md §2 keeps the problem well conditioned however stiff k is)."""
 DEFAULT_CONTACT_DISSIPATION_TIME = 0.02
 """[s] Kelvin–Voigt dissipation time scale τ_d of every contact (damping ``d = τ_d k``)."""
 FLOAT32_MAX, FLOAT32_TINY = 3.4028234663852886e38, 1.1754943508222875e-38  # the kernels' float32 range
+MIN_FRICTION_REGULARIZATION = 1e-12
+"""Smallest σ: the tangential compliance σ·w must stay within float32's range (σ = 1e-37 made every world NaN),
+and below it stiction creeps by less than float32 resolves anyway (σ Δt g ≈ 1e-13 m/s)."""
 INT32_MAX = 2**31 - 1
 
 
@@ -40,7 +43,8 @@ class SapOptions:
         contact_dissipation_time: Dissipation time scale τ_d [s] of every pair; None uses
             ``shape_material_kd / shape_material_ke`` of each shape (summed).
         near_rigid_threshold: β of the near-rigid regime (0: purely compliant contact).
-        friction_regularization: σ: regularized friction slips by about ``σ Δt g`` when sticking.
+        friction_regularization: σ: regularized friction slips by about ``σ Δt g`` when sticking; at least
+            :data:`MIN_FRICTION_REGULARIZATION` (1e-12).
         joint_limit_stiffness: Stiffness [N/m or N·m/rad] of every joint limit (near-rigid by
             default: the β = 0.1 clamp decides); None uses Newton's ``joint_limit_ke``.
         joint_limit_dissipation_time: Dissipation time τ_d [s] of joint limits when
@@ -130,8 +134,9 @@ class SapOptions:
             raise ValueError(f"joint_limit_stiffness must be > 0 or None, got {self.joint_limit_stiffness}")
         if not self.near_rigid_threshold >= 0.0:
             raise ValueError(f"near_rigid_threshold must be >= 0, got {self.near_rigid_threshold}")
-        if not self.friction_regularization > 0.0:
-            raise ValueError(f"friction_regularization must be > 0, got {self.friction_regularization}")
+        sigma = self.friction_regularization
+        if not sigma >= MIN_FRICTION_REGULARIZATION:
+            raise ValueError(f"friction_regularization must be >= {MIN_FRICTION_REGULARIZATION:g}, got {sigma}")
         for name in ("dense_max_dofs", "dense_world_max_dofs"):
             _require_int(name, getattr(self, name), minimum=0)
         if self.block_cholesky_max_dofs is not None:

@@ -23,7 +23,15 @@ import warp as wp
 
 from . import dynamics, factorization, integration, kinematics
 from .constraints.dispatch import slots_per_thread
-from .joint_constraints import NO_LIMIT, mimic_tables
+from .joint_constraints import mimic_tables
+from .model_checks import (
+    check_gravity,
+    check_inertial_properties,
+    check_joint_geometry,
+    validate_joint_drives_and_limits,
+    validate_materials,
+    warn_disabled_tree_joints,
+)
 from .observables import (
     add_to_parents,
     body_acceleration_wrenches,
@@ -34,20 +42,11 @@ from .observables import (
     static_body_wrenches,
     zero_soft_rows,
 )
-from .options import SapOptions
+from .options import FLOAT32_MAX, FLOAT32_TINY, SapOptions
 from .sap import SapSolver
 from .snapshot import SapSnapshot, take_snapshot
 from .spatial import Inertia10
-from .topology import (
-    JOINT_DISTANCE,
-    JOINT_FREE,
-    ModelError,
-    bucket_views,
-    build_topology,
-    check_inertial_properties,
-    first_problem,
-    to_device,
-)
+from .topology import JOINT_DISTANCE, JOINT_FREE, bucket_views, build_topology, to_device
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
@@ -63,8 +62,8 @@ class SolverStats:
         converged: False where the world failed (non-finite state or result) or did not converge. True
             where the optimality criterion held, or where Newton's method stopped gaining at the float32
             floor (see ``SapOptions.rel_tolerance``; ``residual`` says where).
-        failed: True where one of the world's inputs (``joint_q``, ``body_f``, the control arrays) or its solved
-            velocities is not finite; other worlds are unaffected.
+        failed: True where one of the world's inputs (``joint_q``, ``body_f``, the control arrays), its solved
+            velocities or its SAP residual is not finite; other worlds are unaffected.
         num_contacts: Contacts of the world that entered the SAP problem.
         num_constraints: All constraints of the world in the SAP problem (contacts, drives, limits,
             joint friction, mimic couplings, loop closures).
@@ -187,7 +186,6 @@ class SolverSAP(newton.solvers.SolverBase):
         self._scratch_body_qd = zeros(nb, wp.spatial_vector)
         self._subtree_wrench = zeros(nb, wp.spatial_vector)  # BODY_PARENT_F's sums (observables.py)
         self._static_tables(topo, device)
-        self._default_control = model.control(clone_variables=False)
         self._sap = SapSolver(topo, self._topo, device, self.options)
         self._dense_blocks_used = int(not self._tree_ldlt or self._sap.uses_pcg)  # free motion, PCG
         self._joint_rows = False  # any drive, finite limit or joint friction (_validate_joint_drives_and_limits)
@@ -202,15 +200,18 @@ class SolverSAP(newton.solvers.SolverBase):
         F, model, topo = newton.ModelFlags, self.model, self.topology
         flags = int(flags)
         if flags & F.JOINT_PROPERTIES:
-            _warn_disabled_tree_joints(model, topo)
-        inertial = F.BODY_PROPERTIES | F.BODY_INERTIAL_PROPERTIES  # masses, inertias, body flags
-        inertial |= F.JOINT_DOF_PROPERTIES | F.JOINT_DOF_INERTIAL_PROPERTIES  # armature
+            warn_disabled_tree_joints(model, topo)
+            check_joint_geometry(model)
+        inertial = F.BODY_PROPERTIES | F.BODY_INERTIAL_PROPERTIES  # masses, inertias, COMs, body flags
+        inertial |= F.JOINT_DOF_PROPERTIES | F.JOINT_DOF_INERTIAL_PROPERTIES | F.JOINT_PROPERTIES  # armature, frames
         if flags & inertial:
             check_inertial_properties(model, topo)
+        if flags & F.MODEL_PROPERTIES:
+            check_gravity(model)
         if flags & F.SHAPE_PROPERTIES:
-            _validate_materials(model, self.options)
-        if flags & (F.JOINT_DOF_PROPERTIES | F.JOINT_DOF_FORCE_PROPERTIES):
-            self._joint_rows = _validate_joint_drives_and_limits(model, topo, self.options)
+            validate_materials(model, self.options)
+        if flags & (F.JOINT_DOF_PROPERTIES | F.JOINT_DOF_FORCE_PROPERTIES | F.JOINT_REFERENCE_POSE_PROPERTIES):
+            self._joint_rows = validate_joint_drives_and_limits(model, topo, self.options)
         if flags & F.CONSTRAINT_PROPERTIES and topo.dof_count:
             leader, coeffs = mimic_tables(model, topo)
             self._sap.dof_mimic_leader.assign(leader)
@@ -444,13 +445,14 @@ class SolverSAP(newton.solvers.SolverBase):
                 _check_length(self.model, owner, name, array)
 
     def _control(self, control) -> newton.Control:
-        """The control arrays of a step: ``control``'s, and the model's (``Model.control``) for each one it
-        leaves None (all, for no ``control``), checked against the model's sizes."""
+        """The control arrays of a step: ``control``'s, and the model's (the arrays ``Model.control`` refers to,
+        read at each step: a model array replaced after the build is the one used) for each one it leaves None
+        (all, for no ``control``), checked against the model's sizes."""
         resolved = newton.Control()
         for name in ("joint_f", "joint_target_q", "joint_target_qd", "joint_act"):
             array = getattr(control, name, None)
             if array is None:
-                array = getattr(self._default_control, name)
+                array = getattr(self.model, name)
             if array is not None:
                 _check_length(self.model, "control", name, array)
             setattr(resolved, name, array)
@@ -458,8 +460,8 @@ class SolverSAP(newton.solvers.SolverBase):
 
     def _check_dt(self, dt: float) -> float:
         dt = float(dt)
-        if not np.isfinite(dt) or dt <= 0.0:
-            raise ValueError(f"dt must be a positive finite time step [s], got {dt}")
+        if not FLOAT32_TINY <= dt <= FLOAT32_MAX:  # the kernels take it in float32: 1e-46 would be 0, 1e39 inf
+            raise ValueError(f"dt must be a positive time step [s] in float32's normal range, got {dt}")
         return dt
 
     def _dynamics(self, state, joint_f, body_f, dt: float, passive: int, include_external: int) -> None:
@@ -602,7 +604,7 @@ class SolverSAP(newton.solvers.SolverBase):
 
     def _flag_failed_worlds(self, state, control, v) -> None:
         """``_world_failed``: 1 for the worlds with a non-finite input (``state.joint_q``, ``state.body_f``, the
-        arrays of the resolved ``control``) or solved internal velocity in ``v``."""
+        arrays of the resolved ``control``), solved internal velocity in ``v`` or SAP residual."""
         self._world_failed.zero_()
         model, T = self.model, self._topo
         if model.joint_count:
@@ -614,7 +616,8 @@ class SolverSAP(newton.solvers.SolverBase):
                 dim=model.joint_count,
                 inputs=[model.joint_child, model.joint_q_start, model.joint_qd_start, model.joint_dof_dim,
                         T.joint_dof_internal_start, T.joint_in_tree, T.body_world, state.joint_q, target_q,
-                        *dof_input, state.body_f if state.body_f is not None else self._zero_body_f, v],
+                        *dof_input, state.body_f if state.body_f is not None else self._zero_body_f, v,
+                        int(self._sap_ran), self._sap.world_residual],
                 outputs=[self._world_failed],
                 device=model.device,
             )  # fmt: skip
@@ -688,115 +691,6 @@ def _requested(observables, kind: str):
     return getattr(observables, kind)
 
 
-def _validate_joint_drives_and_limits(model: newton.Model, topo, options: SapOptions) -> bool:
-    """Check drive gains, effort limits, limit ranges, limit gains (those of Newton's model, read when
-    ``joint_limit_stiffness`` is None) and friction of the scalar-coordinate tree dofs, and every dof's joint
-    damping and stiffness (finite, >= 0; NaN refused), naming the joint and dof;
-    warn about the drives, limits, friction and stiffness set on the other dofs, which the solver ignores.
-    Return whether the model has any drive, finite limit or joint friction (then every step solves SAP)."""
-    if model.joint_dof_count == 0:
-        return False
-    labels = list(model.joint_label)
-    mode = model.joint_target_mode.numpy()
-    ke, kd = model.joint_target_ke.numpy(), model.joint_target_kd.numpy()
-    effort = model.joint_effort_limit.numpy()
-    lower, upper = model.joint_limit_lower.numpy(), model.joint_limit_upper.numpy()
-    limit_ke, limit_kd = model.joint_limit_ke.numpy(), model.joint_limit_kd.numpy()
-    friction = model.joint_friction.numpy()
-    driven = np.isin(mode, [int(newton.JointTargetMode.POSITION), int(newton.JointTargetMode.VELOCITY),
-                            int(newton.JointTargetMode.POSITION_VELOCITY)]) & ((ke > 0.0) | (kd > 0.0))  # fmt: skip
-    limited = (lower > -NO_LIMIT) | (upper < NO_LIMIT)
-    scalar = np.zeros(model.joint_dof_count, bool)
-    scalar[topo.dof_public[topo.dof_coord >= 0]] = True
-    dof_joint = np.repeat(np.arange(model.joint_count), model.joint_dof_dim.numpy().sum(axis=1))
-    distance_range = limited & (model.joint_type.numpy()[dof_joint] == JOINT_DISTANCE)  # documented as ignored
-    damping, stiffness = model.joint_damping.numpy(), model.joint_stiffness.numpy()
-    set_dofs = driven | (limited & ~distance_range) | (friction > 0.0) | (stiffness > 0.0)
-    _warn_ignored_joint_settings(model, np.unique(dof_joint[~scalar & set_dofs]))
-
-    def finite_at_least_zero(x):
-        return np.isfinite(x) & (x >= 0.0)  # False for NaN
-
-    limit_gains = scalar & limited & (options.joint_limit_stiffness is None)
-    problems = (  # over the public dofs, vectorized (NaN fails every check); the first offending dof is named
-        (scalar & ~(finite_at_least_zero(ke) & finite_at_least_zero(kd)),
-         lambda p: f"has negative or non-finite drive gains (ke = {ke[p]}, kd = {kd[p]})"),
-        (driven & scalar & ~(effort > 0.0), lambda p: f"has a drive with effort limit {effort[p]}; it must be > 0"),
-        (scalar & (np.isnan(lower) | np.isnan(upper)), lambda p: f"has a NaN limit ({lower[p]}, {upper[p]})"),
-        (scalar & (lower > upper), lambda p: f"has lower limit {lower[p]} above upper limit {upper[p]}"),
-        (limit_gains & ~(np.isfinite(limit_ke) & (limit_ke > 0.0)),
-         lambda p: f"has a limit with joint_limit_ke = {limit_ke[p]}; it must be finite and > 0"),
-        (limit_gains & ~finite_at_least_zero(limit_kd),
-         lambda p: f"has a limit with joint_limit_kd = {limit_kd[p]}; it must be finite and >= 0"),
-        (scalar & ~finite_at_least_zero(friction),
-         lambda p: f"has joint friction {friction[p]}; it must be finite and >= 0"),
-        (~finite_at_least_zero(damping), lambda p: f"has joint_damping {damping[p]}; it must be finite and >= 0"),
-        (~finite_at_least_zero(stiffness), lambda p: f"has joint_stiffness {stiffness[p]}; it must be finite and >= 0"),
-    )  # fmt: skip
-    if found := first_problem(problems):
-        p, message = found
-        j = int(dof_joint[p])
-        raise ModelError(f"joint {j} ('{labels[j] if j < len(labels) else j}') dof {p} {message}")
-    return bool((scalar & (driven | limited | (friction > 0.0))).any())
-
-
-def _joint_list(model: newton.Model, joints: np.ndarray) -> str:
-    """``joints`` by index and label for a message, the first five and how many more."""
-    labels = list(model.joint_label)
-    names = [f"joint {j} ('{labels[j] if j < len(labels) else j}')" for j in joints[:5]]
-    return ", ".join(names) + (f" and {len(joints) - 5} more" if len(joints) > 5 else "")
-
-
-def _warn_ignored_joint_settings(model: newton.Model, joints: np.ndarray) -> None:
-    """One warning naming ``joints`` (BALL, FREE, DISTANCE or loop-closing joints), whose drives, limits,
-    friction or stiffness the solver does not apply."""
-    if len(joints) == 0:
-        return
-    warnings.warn(
-        f"drives, limits, joint friction and joint stiffness act only on REVOLUTE, PRISMATIC and D6 tree joints; "
-        f"ignored on {_joint_list(model, joints)}",
-        UserWarning,
-        stacklevel=5,  # the SolverSAP(...) or notify_model_changed call
-    )
-
-
-def _warn_disabled_tree_joints(model: newton.Model, topo) -> None:
-    """One warning naming the tree joints whose ``joint_enabled`` is False: in reduced coordinates a tree
-    joint is the body's coordinates, so it stays; only loop-closing joints can be switched off."""
-    if model.joint_count == 0:
-        return
-    disabled = np.nonzero(~model.joint_enabled.numpy().astype(bool) & (topo.joint_in_tree == 1))[0]
-    if len(disabled) == 0:
-        return
-    warnings.warn(
-        f"joint_enabled = False acts only on loop-closing joints; the tree joints {_joint_list(model, disabled)} stay",
-        UserWarning,
-        stacklevel=4,  # the SolverSAP(...) or notify_model_changed call
-    )
-
-
-def _validate_materials(model: newton.Model, options: SapOptions) -> None:
-    """Shape materials the contact model reads must be physical; the error names the shape."""
-    if model.shape_count == 0:
-        return
-    ke = model.shape_material_ke.numpy()
-    kd = model.shape_material_kd.numpy()
-    mu = model.shape_material_mu.numpy()
-    uses_ke = options.contact_stiffness is None or options.contact_dissipation_time is None
-    uses_kd = options.contact_dissipation_time is None
-    problems = (  # vectorized over the shapes; the first offending shape is named
-        (~(np.isfinite(mu) & (mu >= 0.0)), lambda s: f"has friction coefficient {mu[s]}; it must be finite and >= 0"),
-        (uses_ke & ~(np.isfinite(ke) & (ke > 0.0)),
-         lambda s: f"has contact stiffness shape_material_ke = {ke[s]} [N/m]; it must be finite and > 0"),
-        (uses_kd & ~(np.isfinite(kd) & (kd >= 0.0)),
-         lambda s: f"has contact damping shape_material_kd = {kd[s]}; it must be finite and >= 0"),
-    )  # fmt: skip
-    if found := first_problem(problems):
-        s, message = found
-        labels = list(model.shape_label)
-        raise ModelError(f"shape {s} ('{labels[s] if s < len(labels) else s}') {message}")
-
-
 _ARRAY_LENGTHS = {  # a state or control array -> the Model count that is its length, and what it counts
     "joint_q": ("joint_coord_count", "joint coordinates"),
     "joint_qd": ("joint_dof_count", "joint dofs"),
@@ -852,18 +746,23 @@ def _flag_nonfinite(
     joint_act_in: wp.array(dtype=float),
     body_f_in: wp.array(dtype=wp.spatial_vector),
     v_in: wp.array(dtype=float),
+    sap_ran: int,
+    world_residual: wp.array(dtype=float),
     world_failed_out: wp.array(dtype=wp.int32),
 ):
     """One thread per joint: mark its world when one of its inputs (coordinates, position targets; forces,
-    velocity targets and feed-forward of its dofs; its child's ``body_f``) or solved (internal) velocities is
-    NaN or infinite. The inputs are read here because some reach no velocity: the kinematics normalize a NaN
-    quaternion to the identity, a drive clamps a NaN impulse to its effort limit, a NaN force stops only the
-    world's Newton iterations."""
+    velocity targets and feed-forward of its dofs; its child's ``body_f``), solved (internal) velocities or, when
+    the step solved SAP (``sap_ran``), its world's residual is NaN or infinite. The inputs are read here because
+    some reach no velocity: the kinematics normalize a NaN quaternion to the identity, a drive clamps a NaN
+    impulse to its effort limit, a NaN force stops only the world's Newton iterations (at its finite warm start:
+    the residual shows it, also for NaN model values written without ``notify_model_changed``)."""
     j = wp.tid()
     world = body_world[joint_child[j]]
     if world < 0:
         return
     finite = int(1)
+    if sap_ran == 1 and not wp.isfinite(world_residual[world]):
+        finite = 0
     for k in range(joint_q_start[j], joint_q_start[j + 1]):
         if not (wp.isfinite(joint_q_in[k]) and wp.isfinite(joint_target_q_in[k])):
             finite = 0

@@ -23,8 +23,6 @@ import newton
 import numpy as np
 import warp as wp
 
-from .kinematic_bodies import check_kinematic_bodies
-
 JOINT_PRISMATIC = int(newton.JointType.PRISMATIC)
 JOINT_REVOLUTE = int(newton.JointType.REVOLUTE)
 JOINT_BALL = int(newton.JointType.BALL)
@@ -163,7 +161,7 @@ def build_topology(
             whose type is not BALL, REVOLUTE or FIXED, a body without a joint, dofs that move no tree, a
             moving body outside any world of a multi-world model, or block-Cholesky storage beyond int32
             indexing. Masses, inertias, armature and body flags are values users change after the build:
-            :func:`check_inertial_properties` checks them.
+            :func:`model_checks.check_inertial_properties` checks them.
     """
     nb = model.body_count
     nj = model.joint_count
@@ -483,65 +481,6 @@ def _check_acyclic(nb: int, body_parent: np.ndarray, body_labels: list[str]) -> 
             steps += 1
             if steps > nb:
                 raise ModelError(f"{_label(body_labels, b, 'body')} lies on a joint cycle: an unmarked kinematic loop")
-
-
-def first_problem(problems) -> tuple[int, str] | None:
-    """The lowest index that any of ``problems`` flags, and its first problem's description: ``problems`` are
-    ``(mask, describe)`` pairs over the same entities, ``describe(index)`` a message; None when none is flagged."""
-    bad = np.logical_or.reduce([mask for mask, _ in problems])
-    if not bad.any():
-        return None
-    index = int(np.argmax(bad))
-    return index, next(describe(index) for mask, describe in problems if mask[index])
-
-
-def check_inertial_properties(model: newton.Model, topo: Topology) -> None:
-    """Check the values the mass matrix is built from, naming the offending body or joint.
-
-    Raises:
-        ModelError: a body with a negative or non-finite mass, a non-symmetric, non-finite or indefinite
-            inertia, or the KINEMATIC flag off a tree root (``kinematic_bodies``); a dof with a negative or
-            non-finite armature, or whose subtree has no mass and no rotational inertia while the dof has no
-            armature and is not a kinematic body's (its mass-matrix diagonal would be zero).
-    """
-    nb = model.body_count
-    if nb == 0:
-        return
-    mass = model.body_mass.numpy().astype(np.float64)
-    inertia = model.body_inertia.numpy().astype(np.float64)
-    kinematic = np.zeros(nb, bool)
-    kinematic[check_kinematic_bodies(model, topo)] = True
-    # vectorized over the bodies (domain randomization notifies them often); the first offending body is named
-    finite = np.isfinite(inertia).all(axis=(1, 2))
-    scale = np.maximum(1.0, np.abs(np.where(finite[:, None, None], inertia, 0.0)).max(axis=(1, 2)))
-    asymmetric = ~finite | (np.abs(inertia - inertia.transpose(0, 2, 1)).max(axis=(1, 2)) > 1e-6 * scale)
-    lowest = np.linalg.eigvalsh(np.where(asymmetric[:, None, None], 0.0, inertia)).min(axis=1)
-    problems = (
-        (~np.isfinite(mass) | (mass < 0.0), lambda b: f"has invalid mass {mass[b]} [kg]"),
-        (asymmetric, lambda b: "has a non-symmetric or non-finite inertia"),
-        (lowest < -1e-7 * scale, lambda b: "has an inertia that is not positive semidefinite"),
-    )
-    if found := first_problem(problems):
-        b, message = found
-        raise ModelError(f"{_label(list(model.body_label), b, 'body')} {message}")
-    if topo.dof_count == 0:
-        return
-    # a dof moves its child's subtree: sums over the subtrees, deepest bodies first (body_levels)
-    subtree_mass = mass.copy()
-    subtree_inertia = np.trace(inertia, axis1=1, axis2=2)
-    for level in topo.body_levels[::-1]:
-        np.add.at(subtree_mass, topo.body_parent[level], subtree_mass[level])
-        np.add.at(subtree_inertia, topo.body_parent[level], subtree_inertia[level])
-    b, armature = topo.dof_body, model.joint_armature.numpy()[topo.dof_public]
-    problems = (  # over the internal dofs
-        (~(np.isfinite(armature) & (armature >= 0.0)),
-         lambda i: f"has armature {armature[i]}; it must be finite and >= 0"),
-        ((subtree_mass[b] <= 0.0) & (subtree_inertia[b] <= 0.0) & (armature <= 0.0) & ~kinematic[b],
-         lambda i: "moves only massless bodies and has no armature: its mass-matrix diagonal is zero"),
-    )  # fmt: skip
-    if found := first_problem(problems):
-        i, message = found
-        raise ModelError(f"{_label(list(model.joint_label), int(topo.dof_joint[i]), 'joint')} {message}")
 
 
 @dataclass

@@ -156,6 +156,18 @@ NOTIFIED_CHANGES = {  # a bad value, the flag that announces it, an unrelated fl
                            "elbow.*joint friction nan"),
     "NaN limit": (("joint_limit_lower", 0, np.nan), F.JOINT_DOF_FORCE_PROPERTIES, F.SHAPE_PROPERTIES,
                   "shoulder.*NaN limit"),
+    "NaN joint frame": (("joint_X_p", 1, [0.0, np.nan, 0.0, 0.0, 0.0, 0.0, 1.0]), F.JOINT_PROPERTIES,
+                        F.SHAPE_PROPERTIES, r"elbow.*joint_X_p .*finite position and a unit quaternion"),
+    "non-unit frame quaternion": (("joint_X_c", 0, [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 2.0]), F.JOINT_PROPERTIES,
+                                  F.BODY_INERTIAL_PROPERTIES, "shoulder.*joint_X_c"),
+    "zero joint axis": (("joint_axis", 1, [0.0, 0.0, 0.0]), F.JOINT_PROPERTIES, F.SHAPE_PROPERTIES,
+                        "elbow.*finite unit vectors"),
+    "NaN COM": (("body_com", 1, [np.nan, 0.0, 0.0]), F.BODY_INERTIAL_PROPERTIES, F.JOINT_DOF_FORCE_PROPERTIES,
+                "link1.*non-finite COM"),
+    "NaN gravity": (("gravity", 0, [0.0, 0.0, np.nan]), F.MODEL_PROPERTIES, F.SHAPE_PROPERTIES,
+                    "world 0 has gravity"),
+    "NaN spring rest position": (("joint_rest_q", 1, np.nan), F.JOINT_REFERENCE_POSE_PROPERTIES,
+                                 F.SHAPE_PROPERTIES, "elbow.*joint_rest_q nan"),
 }  # fmt: skip
 
 
@@ -179,6 +191,87 @@ def test_values_changed_after_the_build_are_checked_when_notified(case):
     for flags in (flag, F.ALL):
         with pytest.raises(ModelError, match=message):
             solver.notify_model_changed(flags)
+
+
+def free_body(mass=1.0, inertia=0.01, com=(0.0, 0.0, 0.0)):
+    """One body on a FREE joint, its inertia ``inertia`` (a scalar: ``inertia · 1``, or a 3×3) about its COM."""
+    b = newton.ModelBuilder()
+    link = b.add_link(mass=mass, com=wp.vec3(*com), inertia=wp.mat33(np.eye(3) * inertia), label="puck")
+    b.add_articulation([b.add_joint_free(link, label="float")])
+    model = b.finalize()
+    model.body_mass.assign(np.array([mass], np.float32))  # as randomization writes them: finalize corrects zeros
+    model.body_inertia.assign(np.asarray(np.eye(3) * inertia, np.float32)[None])
+    return model
+
+
+@pytest.mark.parametrize(
+    ("mass", "inertia", "com", "message"),
+    [
+        (1.0, 0.0, (0.0, 0.0, 0.0), "float.*turns body 0 .*no rotational inertia"),  # a point mass
+        (1.0, 0.0, (0.2, 0.0, 0.0), "float.*turns body 0 .*no rotational inertia"),  # ... off its origin
+        (0.0, 0.01, (0.0, 0.0, 0.0), "float.*massless"),  # inertia without mass
+    ],
+)
+def test_free_body_with_a_singular_mass_matrix_is_refused(mass, inertia, com, message):
+    """A FREE leaf whose 6×6 mass-matrix block is singular (its first step gave NaN before)."""
+    with pytest.raises(ModelError, match=message):
+        newton_sap.SolverSAP(free_body(mass, inertia, com))
+    newton_sap.SolverSAP(free_body(1.0, np.diag([0.01, 0.01, 1e-6]), com))  # a thin rod: singular-ish, accepted
+
+
+def hinge_leaf(inertia, com=(0.0, 0.0, 0.0), armature=0.0):
+    """A 1 kg link on a hinge about z through its origin, its COM at ``com``, ``inertia`` written after
+    ``finalize`` (which corrects degenerate ones)."""
+    b = newton.ModelBuilder()
+    link = b.add_link(mass=1.0, com=wp.vec3(*com), inertia=wp.mat33(np.eye(3)), label="rod")
+    b.add_articulation([b.add_joint_revolute(-1, link, axis=(0, 0, 1), armature=armature, label="spin")])
+    model = b.finalize()
+    model.body_inertia.assign(np.asarray(inertia, np.float32)[None])
+    return model
+
+
+def test_hinge_about_an_axis_without_inertia_is_refused():
+    """A rod on a hinge along its own axis, its COM on the axis and no inertia about it: A = 0."""
+    rod = np.diag([1.0, 1.0, 0.0])
+    with pytest.raises(ModelError, match="spin.*turns body 0 .*no rotational inertia"):
+        newton_sap.SolverSAP(hinge_leaf(rod))
+    newton_sap.SolverSAP(hinge_leaf(rod, com=(0.1, 0.0, 0.0)))  # its mass off the axis
+    newton_sap.SolverSAP(hinge_leaf(rod, armature=0.01))
+
+
+def test_d6_joint_with_parallel_axes_is_refused():
+    """Two equal angular axes: a singular mass matrix whose null space drifted while every step reported
+    converged (the spin about z went from 1 to −4.5 rad/s with no torque)."""
+    JA = newton.ModelBuilder.JointDofConfig
+    b = newton.ModelBuilder()
+    link = b.add_link(mass=1.0, inertia=wp.mat33(np.eye(3) * 0.01), com=wp.vec3(0.2, 0, 0), label="d6link")
+    joint = b.add_joint_d6(-1, link, angular_axes=[JA(axis=(0, 0, 1)), JA(axis=(0, 0, 1))], label="wrist")
+    b.add_articulation([joint])
+    with pytest.raises(ModelError, match="wrist.*parallel axes"):
+        newton_sap.SolverSAP(b.finalize())
+
+
+def test_limits_no_position_satisfies_are_refused():
+    model = limited_hinge(1e4, 10.0)
+    model.joint_limit_lower.assign(np.array([np.inf], np.float32))
+    model.joint_limit_upper.assign(np.array([np.inf], np.float32))
+    with pytest.raises(ModelError, match="shoulder.*no position satisfies"):
+        newton_sap.SolverSAP(model)
+
+
+@pytest.mark.parametrize("dt", [1e-46, 1e39])
+def test_dt_must_fit_float32(dt):
+    """1e-46 is 0 in the kernels' float32 (steps did nothing, converged), 1e39 infinite (every world NaN)."""
+    model = chain()
+    solver = newton_sap.SolverSAP(model)
+    with pytest.raises(ValueError, match="float32"):
+        solver.step(model.state(), model.state(), None, None, dt)
+
+
+def test_friction_regularization_has_a_floor():
+    """σ·w must stay within float32 (σ = 1e-37 made every world NaN)."""
+    with pytest.raises(ValueError, match="friction_regularization must be >= 1e-12"):
+        newton_sap.SolverSAP(chain(), friction_regularization=1e-13)
 
 
 @pytest.mark.parametrize(

@@ -106,6 +106,33 @@ def test_nan_world_with_contacts_does_not_spread(options, coordinate):
     assert np.allclose(broken.q[keep], clean.q[keep], atol=1e-6)
 
 
+def test_nan_model_value_written_without_notifying_flags_its_world():
+    """A NaN written into world 1's model (its gravity) without ``notify_model_changed``, which would refuse it:
+    the world's Newton iterations stop at its finite warm start with a NaN residual, so no velocity shows it; the
+    residual flags the world failed (it was only "not converged"). The other worlds step as without it."""
+    robot = newton.ModelBuilder()
+    with_material(robot, 0.5)
+    body = robot.add_body(xform=wp.transform((0.0, 0.0, 0.1), wp.quat_identity()))
+    robot.add_shape_box(body, hx=0.1, hy=0.1, hz=0.1)
+    scene = newton.ModelBuilder()
+    scene.replicate(robot, 3)
+    with_material(scene, 0.5)
+    scene.add_ground_plane()
+    qd0 = np.tile([0.3, 0, 0, 0, 0, 0.5], 3).astype(np.float32)
+    clean = Run(scene.finalize(), qd0=qd0)
+    clean.step(0.01, 3)
+    model = scene.finalize()
+    broken = Run(model, qd0=qd0)
+    gravity = model.gravity.numpy()
+    gravity[1, 2] = np.nan
+    model.gravity.assign(gravity)
+    broken.step(0.01, 3)
+    assert broken.solver.stats.failed.tolist() == [False, True, False]
+    keep = np.ones(21, bool)
+    keep[7:14] = False
+    np.testing.assert_array_equal(broken.q[keep], clean.q[keep])
+
+
 @pytest.mark.parametrize("field", ["joint_target_q", "joint_target_qd", "joint_act", "joint_f", "body_f"])
 def test_nan_control_input_flags_its_world(field):
     """A NaN action (a drive target, feed-forward or force of world 1 of two quadrupeds under PD) flags that

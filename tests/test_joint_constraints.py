@@ -1,5 +1,7 @@
 """PD drives and joint limits in whole systems: closed forms and reference gravity torques."""
 
+import warnings
+
 import newton
 import newton.examples
 import numpy as np
@@ -239,6 +241,43 @@ def test_mimic_across_worlds_is_refused():
     mimic[followers[1]] = mimic[followers[0]]  # world 1's finger now mimics world 0's
     model.joint_mimic_joint.assign(mimic)
     with pytest.raises(newton_sap.ModelError, match="another world"):
+        newton_sap.SolverSAP(model)
+
+
+def hinge_pair(mimic):
+    """Two links on hinges (ja at the world, jc at link a), a third hinge closing a loop from link c to the
+    world, and the mimic coupling ``mimic(builder, ja, jc, loop)`` adds."""
+    b = newton.ModelBuilder()
+    inertia = wp.mat33(np.eye(3) * 0.01)
+    a = b.add_link(mass=1.0, inertia=inertia, com=wp.vec3(0.2, 0, 0), label="a")
+    c = b.add_link(mass=1.0, inertia=inertia, com=wp.vec3(0.2, 0, 0), label="c")
+    ja = b.add_joint_revolute(-1, a, axis=(0, 1, 0), label="ja")
+    jc = b.add_joint_revolute(a, c, axis=(0, 1, 0), parent_xform=wp.transform((0.4, 0, 0), wp.quat_identity()),
+                              label="jc")  # fmt: skip
+    b.add_articulation([ja, jc])
+    loop = b.add_joint_revolute(-1, c, axis=(0, 1, 0), parent_xform=wp.transform((0.8, 0, 0), wp.quat_identity()),
+                                label="loop")  # fmt: skip
+    mimic(b, ja, jc, loop)
+    return b.finalize()
+
+
+@pytest.mark.parametrize(
+    ("mimic", "message"),
+    [
+        (lambda b, ja, jc, loop: b.set_joint_mimic(loop, ja, coeffs=(0.0, 1.0)), "loop.*loop-closing joint"),
+        (lambda b, ja, jc, loop: b.set_joint_mimic(jc, loop, coeffs=(0.0, 1.0)), "jc.*loop-closing joint"),
+        (lambda b, ja, jc, loop: b.add_constraint_mimic(jc, jc, 0.1, 1.0), "jc.*mimics itself"),
+        (lambda b, ja, jc, loop: b.add_constraint_mimic(jc, ja, float("nan"), 1.0), "jc.*non-finite coefficients"),
+    ],
+    ids=["loop follows", "loop leads", "itself", "NaN offset"],
+)
+def test_impossible_mimic_couplings_are_refused(mimic, message):
+    """A loop-closing joint has no coordinate to couple (a bare KeyError before); a joint cannot follow itself;
+    NaN coefficients (Newton's deprecated mimic constraints take them) froze the world before."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # add_constraint_mimic
+        model = hinge_pair(mimic)
+    with pytest.raises(newton_sap.ModelError, match=message):
         newton_sap.SolverSAP(model)
 
 

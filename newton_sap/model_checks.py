@@ -1,0 +1,334 @@
+"""Checks of the model values a step reads, each naming the offending body, joint (and dof), shape or world in a
+``ModelError`` (or a warning, for settings the solver ignores).
+
+``SolverSAP`` runs them all at build and ``notify_model_changed`` those its flags name, so bad input fails before
+a step turns it into NaN or, worse, into a converged wrong answer: a D6 joint with two equal angular axes has a
+singular mass matrix, whose null space drifts with no signal at all. What only shows at run time (a NaN written
+into a state, a model array changed without notifying) flags its world in ``stats.failed``.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import newton
+import numpy as np
+
+from .diagnostics import quat_to_matrix
+from .joint_constraints import NO_LIMIT
+from .kinematic_bodies import check_kinematic_bodies
+from .options import SapOptions
+from .topology import (
+    JOINT_BALL,
+    JOINT_D6,
+    JOINT_DISTANCE,
+    JOINT_FREE,
+    JOINT_PRISMATIC,
+    JOINT_REVOLUTE,
+    ModelError,
+    Topology,
+    _label,
+)
+
+UNIT_TOLERANCE = 1e-3
+"""Largest ``|‖x‖ − 1|`` of a joint axis or of a joint frame's quaternion (Newton's builder normalizes both)."""
+
+AXES_MIN_SINGULAR_VALUE = 1e-3
+"""Smallest singular value of a D6 joint's linear (or angular) unit axes: below it two of them are (nearly) parallel,
+the joint moves with fewer freedoms than it has dofs and its mass matrix is singular."""
+
+INERTIA_MIN_RELATIVE_EIGENVALUE = 1e-7
+"""A leaf body's rotational inertia about its joint, over the joint's angular axes, is singular below this
+fraction of its largest eigenvalue (a point mass on a ball joint; a rod without inertia about its own axis)."""
+
+
+def first_problem(problems) -> tuple[int, str] | None:
+    """The lowest index that any of ``problems`` flags, and its first problem's description: ``problems`` are
+    ``(mask, describe)`` pairs over the same entities, ``describe(index)`` a message; None when none is flagged."""
+    bad = np.logical_or.reduce([mask for mask, _ in problems])
+    if not bad.any():
+        return None
+    index = int(np.argmax(bad))
+    return index, next(describe(index) for mask, describe in problems if mask[index])
+
+
+def check_inertial_properties(model: newton.Model, topo: Topology) -> None:
+    """Check the values the mass matrix is built from, naming the offending body or joint.
+
+    Raises:
+        ModelError: a body with a negative or non-finite mass, a non-finite COM, a non-symmetric, non-finite or
+            indefinite inertia, or the KINEMATIC flag off a tree root (``kinematic_bodies``); a dof with a
+            negative or non-finite armature, or without armature that is not a kinematic body's and that moves
+            no mass (a linear dof whose subtree has no mass; an angular one whose subtree has neither mass nor
+            rotational inertia): its mass-matrix diagonal would be zero; a joint whose child is a leaf and turns
+            about axes along which that body has no rotational inertia about the joint (a point mass on a ball
+            joint, a rod without inertia about its own axis on a hinge along it): a singular mass matrix.
+    """
+    nb = model.body_count
+    if nb == 0:
+        return
+    mass = model.body_mass.numpy().astype(np.float64)
+    inertia = model.body_inertia.numpy().astype(np.float64)
+    com = model.body_com.numpy().astype(np.float64)
+    kinematic = np.zeros(nb, bool)
+    kinematic[check_kinematic_bodies(model, topo)] = True
+    # vectorized over the bodies (domain randomization notifies them often); the first offending body is named
+    finite = np.isfinite(inertia).all(axis=(1, 2))
+    scale = np.maximum(1.0, np.abs(np.where(finite[:, None, None], inertia, 0.0)).max(axis=(1, 2)))
+    asymmetric = ~finite | (np.abs(inertia - inertia.transpose(0, 2, 1)).max(axis=(1, 2)) > 1e-6 * scale)
+    lowest = np.linalg.eigvalsh(np.where(asymmetric[:, None, None], 0.0, inertia)).min(axis=1)
+    problems = (
+        (~np.isfinite(mass) | (mass < 0.0), lambda b: f"has invalid mass {mass[b]} [kg]"),
+        (~np.isfinite(com).all(axis=1), lambda b: f"has a non-finite COM {com[b].tolist()} [m]"),
+        (asymmetric, lambda b: "has a non-symmetric or non-finite inertia"),
+        (lowest < -1e-7 * scale, lambda b: "has an inertia that is not positive semidefinite"),
+    )
+    if found := first_problem(problems):
+        b, message = found
+        raise ModelError(f"{_label(list(model.body_label), b, 'body')} {message}")
+    if topo.dof_count == 0:
+        return
+    # a dof moves its child's subtree: sums over the subtrees, deepest bodies first (body_levels)
+    subtree_mass = mass.copy()
+    subtree_inertia = np.trace(inertia, axis1=1, axis2=2)
+    for level in topo.body_levels[::-1]:
+        np.add.at(subtree_mass, topo.body_parent[level], subtree_mass[level])
+        np.add.at(subtree_inertia, topo.body_parent[level], subtree_inertia[level])
+    b, armature = topo.dof_body, model.joint_armature.numpy()[topo.dof_public]
+    j = topo.dof_joint
+    linear = topo.dof_public - model.joint_qd_start.numpy()[j] < model.joint_dof_dim.numpy()[j, 0]
+    massless = (subtree_mass[b] <= 0.0) & (linear | (subtree_inertia[b] <= 0.0)) & (armature <= 0.0) & ~kinematic[b]
+    problems = (  # over the internal dofs
+        (~(np.isfinite(armature) & (armature >= 0.0)),
+         lambda i: f"has armature {armature[i]}; it must be finite and >= 0"),
+        (massless, lambda i: "moves only massless bodies and has no armature: its mass-matrix diagonal is zero"),
+    )  # fmt: skip
+    if found := first_problem(problems):
+        i, message = found
+        raise ModelError(f"{_label(list(model.joint_label), int(topo.dof_joint[i]), 'joint')} {message}")
+    joints, block = _leaf_rotational_blocks(model, topo, mass, inertia, com, kinematic)
+    eigenvalues = np.linalg.eigvalsh(block)
+    singular = eigenvalues[:, 0] <= INERTIA_MIN_RELATIVE_EIGENVALUE * eigenvalues[:, -1]
+    if singular.any():
+        j = int(joints[np.argmax(singular)])
+        body = int(model.joint_child.numpy()[j])
+        raise ModelError(
+            f"{_label(list(model.joint_label), j, 'joint')} turns {_label(list(model.body_label), body, 'body')} "
+            "about an axis along which it has no rotational inertia about the joint (a point mass, or a rod about "
+            "its own axis): its mass matrix is singular; give the body inertia or the joint armature"
+        )
+
+
+def check_joint_geometry(model: newton.Model) -> None:
+    """Joint frames and axes, of tree and loop-closing joints: ``joint_X_p`` and ``joint_X_c`` finite with unit
+    quaternions; the axes of REVOLUTE, PRISMATIC and D6 dofs finite unit vectors; a D6 joint's linear axes, and its
+    angular axes, independent (:data:`AXES_MIN_SINGULAR_VALUE`).
+
+    Raises:
+        ModelError: naming the first offending joint.
+    """
+    nj = model.joint_count
+    if nj == 0:
+        return
+    jtype, dim = model.joint_type.numpy(), model.joint_dof_dim.numpy()
+    qd_start = model.joint_qd_start.numpy()
+    axis = model.joint_axis.numpy().astype(np.float64)
+    dof_joint = np.repeat(np.arange(nj), dim.sum(axis=1))
+    uses_axis = np.isin(jtype[dof_joint], (JOINT_REVOLUTE, JOINT_PRISMATIC, JOINT_D6))
+    bad_axis = np.zeros(nj, bool)
+    np.logical_or.at(bad_axis, dof_joint, uses_axis & ~(np.abs(np.linalg.norm(axis, axis=1) - 1.0) <= UNIT_TOLERANCE))
+    parallel = np.zeros(nj, bool)
+    for group in range(2):  # a D6 joint's linear axes, then its angular axes: their Gram matrix, unused rows unit
+        joints = np.nonzero((jtype == JOINT_D6) & (dim[:, group] >= 2) & ~bad_axis)[0]
+        if len(joints) == 0:
+            continue
+        axes = np.zeros((len(joints), 3, 3))
+        for k in range(3):
+            used = dim[joints, group] > k
+            first = qd_start[joints] + group * dim[joints, 0]
+            axes[used, k] = axis[first[used] + k]
+        gram = axes @ axes.transpose(0, 2, 1) + np.eye(3) * (dim[joints, group][:, None] <= np.arange(3))[:, :, None]
+        parallel[joints] |= np.linalg.eigvalsh(gram).min(axis=1) < AXES_MIN_SINGULAR_VALUE**2
+
+    def bad_frame(X):
+        finite = np.isfinite(X).all(axis=1)
+        norm = np.linalg.norm(np.where(finite[:, None], X, 0.0)[:, 3:7], axis=1)
+        return ~finite | ~(np.abs(norm - 1.0) <= UNIT_TOLERANCE)
+
+    X_p, X_c = model.joint_X_p.numpy().astype(np.float64), model.joint_X_c.numpy().astype(np.float64)
+    problems = (
+        (bad_frame(X_p), lambda j: f"has joint_X_p {X_p[j]}: a finite position and a unit quaternion are needed"),
+        (bad_frame(X_c), lambda j: f"has joint_X_c {X_c[j]}: a finite position and a unit quaternion are needed"),
+        (bad_axis, lambda j: f"has axes {axis[qd_start[j] : qd_start[j] + dim[j].sum()].tolist()}: they must be "
+                             "finite unit vectors"),
+        (parallel, lambda j: "has (nearly) parallel axes: it moves with fewer freedoms than its dofs, and its "
+                             "mass matrix is singular"),
+    )  # fmt: skip
+    if found := first_problem(problems):
+        j, message = found
+        raise ModelError(f"{_label(list(model.joint_label), j, 'joint')} {message}")
+
+
+def check_gravity(model: newton.Model) -> None:
+    """Each world's gravity [m/s²] must be finite.
+
+    Raises:
+        ModelError: naming the first world with a non-finite gravity.
+    """
+    gravity = np.atleast_2d(model.gravity.numpy())
+    bad = np.nonzero(~np.isfinite(gravity).all(axis=1))[0]
+    if len(bad):
+        raise ModelError(f"world {int(bad[0])} has gravity {gravity[bad[0]].tolist()} [m/s^2]; it must be finite")
+
+
+def _leaf_rotational_blocks(model: newton.Model, topo: Topology, mass, inertia, com, kinematic):
+    """The tree joints whose child is a leaf (no child bodies), dynamic, with angular dofs, and per joint the
+    mass-matrix block over its angular dofs at q = 0 (``Aᵀ I_M A`` plus armature, padded to 3×3 with unit
+    diagonals): ``I_M = I_c + m (|d|² 1 − d dᵀ)`` the body's inertia about the joint frame M's origin (``d`` the
+    COM from it, body frame), ``A`` the axes in the body frame (M's for BALL, FREE, DISTANCE)."""
+    jtype, dim = model.joint_type.numpy(), model.joint_dof_dim.numpy()
+    child = model.joint_child.numpy()
+    has_child = np.zeros(model.body_count, bool)
+    has_child[topo.body_parent[topo.body_parent >= 0]] = True
+    joints = np.nonzero((topo.joint_in_tree == 1) & (dim[:, 1] > 0) & ~has_child[child] & ~kinematic[child])[0]
+    b = child[joints]
+    X_c = model.joint_X_c.numpy().astype(np.float64)[joints]
+    R_c = quat_to_matrix(X_c[:, 3:7])  # M's axes in the body frame (columns)
+    d = com[b] - X_c[:, :3]
+    parallel_axis = np.einsum("ni,ni->n", d, d)[:, None, None] * np.eye(3) - d[:, :, None] * d[:, None, :]
+    I_M = inertia[b] + mass[b, None, None] * parallel_axis
+    qd_start = model.joint_qd_start.numpy()
+    axis = model.joint_axis.numpy().astype(np.float64)
+    armature = model.joint_armature.numpy().astype(np.float64)
+    axes = np.zeros((len(joints), 3, 3))  # columns: the angular axes in M
+    arm = np.zeros((len(joints), 3))
+    for k in range(3):
+        used = dim[joints, 1] > k
+        dof = qd_start[joints] + dim[joints, 0] + k
+        free_axes = np.isin(jtype[joints], (JOINT_BALL, JOINT_FREE, JOINT_DISTANCE))
+        axes[used & free_axes, k, k] = 1.0
+        scalar = used & ~free_axes
+        axes[scalar, :, k] = axis[dof[scalar]]
+        arm[used, k] = armature[dof[used]]
+    A = R_c @ axes
+    block = A.transpose(0, 2, 1) @ I_M @ A
+    block += np.eye(3) * arm[:, None, :]
+    unused = dim[joints, 1][:, None] <= np.arange(3)
+    block += np.eye(3) * (unused * np.maximum(np.trace(block, axis1=1, axis2=2), 1.0)[:, None])[:, None, :]
+    return joints, block
+
+
+def validate_joint_drives_and_limits(model: newton.Model, topo, options: SapOptions) -> bool:
+    """Check drive gains, effort limits, limit ranges, limit gains (those of Newton's model, read when
+    ``joint_limit_stiffness`` is None), friction and spring rest positions (``joint_rest_q``) of the
+    scalar-coordinate tree dofs, and every dof's joint damping and stiffness (finite, >= 0; NaN refused), naming
+    the joint and dof;
+    warn about the drives, limits, friction and stiffness set on the other dofs, which the solver ignores.
+    Return whether the model has any drive, finite limit or joint friction (then every step solves SAP)."""
+    if model.joint_dof_count == 0:
+        return False
+    labels = list(model.joint_label)
+    mode = model.joint_target_mode.numpy()
+    ke, kd = model.joint_target_ke.numpy(), model.joint_target_kd.numpy()
+    effort = model.joint_effort_limit.numpy()
+    lower, upper = model.joint_limit_lower.numpy(), model.joint_limit_upper.numpy()
+    limit_ke, limit_kd = model.joint_limit_ke.numpy(), model.joint_limit_kd.numpy()
+    friction = model.joint_friction.numpy()
+    driven = np.isin(mode, [int(newton.JointTargetMode.POSITION), int(newton.JointTargetMode.VELOCITY),
+                            int(newton.JointTargetMode.POSITION_VELOCITY)]) & ((ke > 0.0) | (kd > 0.0))  # fmt: skip
+    limited = (lower > -NO_LIMIT) | (upper < NO_LIMIT)
+    scalar = np.zeros(model.joint_dof_count, bool)
+    scalar[topo.dof_public[topo.dof_coord >= 0]] = True
+    dof_joint = np.repeat(np.arange(model.joint_count), model.joint_dof_dim.numpy().sum(axis=1))
+    distance_range = limited & (model.joint_type.numpy()[dof_joint] == JOINT_DISTANCE)  # documented as ignored
+    damping, stiffness = model.joint_damping.numpy(), model.joint_stiffness.numpy()
+    rest = np.zeros(model.joint_dof_count)  # joint_rest_q of the scalar dofs' coordinates (springs' rest positions)
+    scalar_internal = topo.dof_coord >= 0
+    rest[topo.dof_public[scalar_internal]] = model.joint_rest_q.numpy()[topo.dof_coord[scalar_internal]]
+    set_dofs = driven | (limited & ~distance_range) | (friction > 0.0) | (stiffness > 0.0)
+    warn_ignored_joint_settings(model, np.unique(dof_joint[~scalar & set_dofs]))
+
+    def finite_at_least_zero(x):
+        return np.isfinite(x) & (x >= 0.0)  # False for NaN
+
+    limit_gains = scalar & limited & (options.joint_limit_stiffness is None)
+    problems = (  # over the public dofs, vectorized (NaN fails every check); the first offending dof is named
+        (scalar & ~(finite_at_least_zero(ke) & finite_at_least_zero(kd)),
+         lambda p: f"has negative or non-finite drive gains (ke = {ke[p]}, kd = {kd[p]})"),
+        (driven & scalar & ~(effort > 0.0), lambda p: f"has a drive with effort limit {effort[p]}; it must be > 0"),
+        (scalar & (np.isnan(lower) | np.isnan(upper)), lambda p: f"has a NaN limit ({lower[p]}, {upper[p]})"),
+        (scalar & (lower > upper), lambda p: f"has lower limit {lower[p]} above upper limit {upper[p]}"),
+        (scalar & (np.isposinf(lower) | np.isneginf(upper)),
+         lambda p: f"has limits ({lower[p]}, {upper[p]}) that no position satisfies"),
+        (limit_gains & ~(np.isfinite(limit_ke) & (limit_ke > 0.0)),
+         lambda p: f"has a limit with joint_limit_ke = {limit_ke[p]}; it must be finite and > 0"),
+        (limit_gains & ~finite_at_least_zero(limit_kd),
+         lambda p: f"has a limit with joint_limit_kd = {limit_kd[p]}; it must be finite and >= 0"),
+        (scalar & ~finite_at_least_zero(friction),
+         lambda p: f"has joint friction {friction[p]}; it must be finite and >= 0"),
+        (~finite_at_least_zero(damping), lambda p: f"has joint_damping {damping[p]}; it must be finite and >= 0"),
+        (~finite_at_least_zero(stiffness), lambda p: f"has joint_stiffness {stiffness[p]}; it must be finite and >= 0"),
+        (~np.isfinite(rest), lambda p: f"has joint_rest_q {rest[p]}; it must be finite"),
+    )  # fmt: skip
+    if found := first_problem(problems):
+        p, message = found
+        j = int(dof_joint[p])
+        raise ModelError(f"joint {j} ('{labels[j] if j < len(labels) else j}') dof {p} {message}")
+    return bool((scalar & (driven | limited | (friction > 0.0))).any())
+
+
+def joint_list(model: newton.Model, joints: np.ndarray) -> str:
+    """``joints`` by index and label for a message, the first five and how many more."""
+    labels = list(model.joint_label)
+    names = [f"joint {j} ('{labels[j] if j < len(labels) else j}')" for j in joints[:5]]
+    return ", ".join(names) + (f" and {len(joints) - 5} more" if len(joints) > 5 else "")
+
+
+def warn_ignored_joint_settings(model: newton.Model, joints: np.ndarray) -> None:
+    """One warning naming ``joints`` (BALL, FREE, DISTANCE or loop-closing joints), whose drives, limits,
+    friction or stiffness the solver does not apply."""
+    if len(joints) == 0:
+        return
+    warnings.warn(
+        f"drives, limits, joint friction and joint stiffness act only on REVOLUTE, PRISMATIC and D6 tree joints; "
+        f"ignored on {joint_list(model, joints)}",
+        UserWarning,
+        stacklevel=5,  # the SolverSAP(...) or notify_model_changed call
+    )
+
+
+def warn_disabled_tree_joints(model: newton.Model, topo) -> None:
+    """One warning naming the tree joints whose ``joint_enabled`` is False: in reduced coordinates a tree
+    joint is the body's coordinates, so it stays; only loop-closing joints can be switched off."""
+    if model.joint_count == 0:
+        return
+    disabled = np.nonzero(~model.joint_enabled.numpy().astype(bool) & (topo.joint_in_tree == 1))[0]
+    if len(disabled) == 0:
+        return
+    warnings.warn(
+        f"joint_enabled = False acts only on loop-closing joints; the tree joints {joint_list(model, disabled)} stay",
+        UserWarning,
+        stacklevel=4,  # the SolverSAP(...) or notify_model_changed call
+    )
+
+
+def validate_materials(model: newton.Model, options: SapOptions) -> None:
+    """Shape materials the contact model reads must be physical; the error names the shape."""
+    if model.shape_count == 0:
+        return
+    ke = model.shape_material_ke.numpy()
+    kd = model.shape_material_kd.numpy()
+    mu = model.shape_material_mu.numpy()
+    uses_ke = options.contact_stiffness is None or options.contact_dissipation_time is None
+    uses_kd = options.contact_dissipation_time is None
+    problems = (  # vectorized over the shapes; the first offending shape is named
+        (~(np.isfinite(mu) & (mu >= 0.0)), lambda s: f"has friction coefficient {mu[s]}; it must be finite and >= 0"),
+        (uses_ke & ~(np.isfinite(ke) & (ke > 0.0)),
+         lambda s: f"has contact stiffness shape_material_ke = {ke[s]} [N/m]; it must be finite and > 0"),
+        (uses_kd & ~(np.isfinite(kd) & (kd >= 0.0)),
+         lambda s: f"has contact damping shape_material_kd = {kd[s]}; it must be finite and >= 0"),
+    )  # fmt: skip
+    if found := first_problem(problems):
+        s, message = found
+        labels = list(model.shape_label)
+        raise ModelError(f"shape {s} ('{labels[s] if s < len(labels) else s}') {message}")
