@@ -284,7 +284,8 @@ class SolverSAP(newton.solvers.SolverBase):
         requests: ``CONTACT_F``, the wrench on body 0 of each contact [N, N·m], also written to the deprecated
         ``contacts.force`` when that is allocated; ``BODY_QDD``, each body's mean acceleration over the step
         [m/s², rad/s²]; ``BODY_PARENT_F``, the wrench each body receives through its joint [N, N·m].
-        Conventions: ``newton_sap/observables.py``.
+        Conventions: ``newton_sap/observables.py``. ``state_out``'s deprecated ``body_parent_f`` and ``body_qdd``,
+        where allocated (``Model.request_state_attributes``), are filled too, as Newton's other solvers do.
         The state, control and contact arrays must belong to this solver's model: their sizes are checked
         (``ValueError``), and contacts with shape indices outside the model are skipped. Contacts from a pipeline
         with Newton's experimental body-pair reduction are refused (``ValueError``), as Newton asks of the solvers
@@ -322,7 +323,7 @@ class SolverSAP(newton.solvers.SolverBase):
         else:
             self._free_motion(dt)
             v = self._v_star
-        body_parent_f = _requested(observables, self.ObservableKind.BODY_PARENT_F)
+        body_parent_f = self._observable_output(observables, self.ObservableKind.BODY_PARENT_F, state_out)
         if body_parent_f is not None:
             self._joint_wrench_accelerations(v, dt, state_in.body_f)
         if self._sap_ran:
@@ -330,7 +331,7 @@ class SolverSAP(newton.solvers.SolverBase):
         if body_parent_f is not None:
             self._joint_wrench_sums(body_parent_f)
         self._flag_failed_worlds(state_in, control, v)
-        body_qdd = _requested(observables, self.ObservableKind.BODY_QDD)
+        body_qdd = self._observable_output(observables, self.ObservableKind.BODY_QDD, state_out)
         if body_qdd is not None:  # the start's body_qd, before _integrate moves the kinematic buffers on
             wp.launch(public_body_velocities, dim=self.model.body_count,
                       inputs=[self.model.body_com, self._body_q, self._body_twist], outputs=[body_qdd],
@@ -339,11 +340,28 @@ class SolverSAP(newton.solvers.SolverBase):
         if body_qdd is not None:
             wp.launch(mean_accelerations, dim=self.model.body_count, inputs=[dt, state_out.body_qd],
                       outputs=[body_qdd], device=self.model.device)  # fmt: skip
+        for kind, array in (
+            (self.ObservableKind.BODY_PARENT_F, body_parent_f),
+            (self.ObservableKind.BODY_QDD, body_qdd),
+        ):
+            deprecated = getattr(state_out, kind, None)
+            if array is not None and deprecated is not None and deprecated.ptr != array.ptr:
+                wp.copy(deprecated, array)
         if self.options.raise_on_nonconvergence:
             stats = self.stats
             if not stats.converged.all():
                 bad = np.nonzero(~stats.converged)[0]
                 raise RuntimeError(f"SAP did not converge in worlds {bad.tolist()} (residuals {stats.residual[bad]})")
+
+    def _observable_output(self, observables, kind: str, state_out):
+        """Where observable ``kind`` (``BODY_PARENT_F``, ``BODY_QDD``) goes this step: the container's array if it
+        requests it, else ``state_out``'s deprecated field of that name when allocated
+        (``Model.request_state_attributes``), which Newton's other solvers still fill (and :meth:`step` copies
+        a requested observable into it too); None when neither wants it or the model cannot give it."""
+        array = _requested(observables, kind)
+        if array is None and kind in self.supported_observables:
+            array = getattr(state_out, kind, None)
+        return array
 
     def _write_contact_forces(self, contacts, dt: float, observables, parent_f: bool) -> None:
         """``contacts.rigid_contact_force``, and the contact wrenches where requested (``CONTACT_F``) or

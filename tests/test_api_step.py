@@ -63,6 +63,20 @@ def test_control_with_only_joint_f_takes_the_model_targets():
     assert np.allclose(q_bare, q_full, atol=1e-7)
 
 
+def test_no_control_reads_the_model_arrays_of_each_step():
+    """``control=None`` takes the model's control arrays as they are at the step, also one replaced after the
+    build (a new ``model.joint_f``: the solver kept the old one before; Featherstone reads the new one)."""
+    b = newton.ModelBuilder(gravity=(0.0, 0.0, 0.0))
+    link = b.add_link(mass=1.0, inertia=INERTIA)
+    b.add_articulation([b.add_joint_revolute(-1, link, axis=(0, 1, 0))])
+    model = b.finalize()
+    solver = newton_sap.SolverSAP(model)
+    model.joint_f = wp.array([1.0], dtype=float)  # 1 N·m on I = 0.01 kg·m²
+    s0, s1 = model.state(), model.state()
+    solver.step(s0, s1, None, None, DT)
+    assert abs(s1.joint_qd.numpy()[0] - 1.0 * DT / 1e-2) < 1e-5
+
+
 def swap_state_out(small, big):
     return {"state_out": small.state()}
 

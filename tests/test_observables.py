@@ -209,6 +209,29 @@ def test_parent_wrenches_match_mujoco_on_a_swinging_chain():
     np.testing.assert_allclose(ours, mujoco, rtol=1e-4, atol=1e-4 * np.abs(mujoco).max())
 
 
+def test_deprecated_state_fields_are_filled_as_the_observables():
+    """``State.body_parent_f`` and ``State.body_qdd`` (deprecated, still filled by Newton's other solvers when
+    ``Model.request_state_attributes`` allocates them) get what the observables give, bit for bit, with or
+    without a container."""
+    model = swinging_chain()
+    model.request_state_attributes("body_parent_f", "body_qdd")
+    results = []
+    for requested in (True, False):
+        solver = newton_sap.SolverSAP(model)
+        observables = solver.observables({KINDS.BODY_PARENT_F, KINDS.BODY_QDD}) if requested else None
+        state, state_out = model.state(), model.state()
+        state.joint_qd.assign(np.array([1.0, -2.0, 3.0], np.float32))
+        newton.eval_fk(model, state.joint_q, state.joint_qd, state)
+        solver.step(state, state_out, None, None, DT, observables=observables)
+        results.append((state_out.body_parent_f.numpy(), state_out.body_qdd.numpy()))
+        if requested:
+            np.testing.assert_array_equal(results[0][0], observables.body_parent_f.numpy())
+            np.testing.assert_array_equal(results[0][1], observables.body_qdd.numpy())
+    assert np.abs(results[0][0]).max() > 1.0 and np.abs(results[0][1]).max() > 1.0
+    for with_container, alone in zip(*results, strict=True):
+        np.testing.assert_array_equal(with_container, alone)
+
+
 def test_parent_wrench_of_a_hinged_rod_resting_on_its_tip():
     """A rod hinged at one end (0.05 m above the ground) rests on a sphere at its other end: by moments about
     the hinge the ground carries ``N = m g x_c / L`` and the hinge the rest, ``f = (0, 0, m g − N)`` acting at
