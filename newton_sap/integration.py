@@ -73,9 +73,10 @@ def position_update_offsets(
     position update adds to its linear dofs beyond the solved ``v_M`` (other dofs keep 0).
 
     ``integrate_joints`` moves the COM by ``Δt v_com1`` with ``v_com1 = v_M1 + ω1 × r0 + b``,
-    ``b = Δt ω0 × (ω0 × r0)``, and turns the child about it by ``Δt ω1``; to first order in Δt every point x
-    of the child's subtree then moves at ``v_M1 + b + ω1 × (x − p_M)`` plus what the joints below add: the
-    constraint rows' velocity is ``J (v + b)``, not ``J v``. The rows move ``J b`` into their bias velocity
+    ``b = Δt ω0 × (ω0 × r0)``, and turns the child about it by ``Δt ω1``; every point x of the child's subtree
+    then moves at ``v_M1 + b + ω1 × (x − p_M)`` plus what the joints below add, up to the rotation's own
+    centripetal term about the COM, which does not depend on where the origin lies: the constraint rows'
+    velocity is ``J (v + b)``, not ``J v``. The rows move ``J b`` into their bias velocity
     (``jacobian.chain_rows``), so a contact on a body spinning about a COM off its origin sees where the step
     takes it. 0 for a kinematic body's joint, whose coordinates the step does not update."""
     j = free_joints[wp.tid()]

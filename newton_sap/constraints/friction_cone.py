@@ -110,8 +110,9 @@ def friction_cone_impulse(v_c: wp.vec3, v_hat: wp.vec3, R: wp.vec3, mu: float):
 @wp.func
 def separation_margin(v_c: wp.vec3, v_hat: wp.vec3, mu: float):
     """``u_n − μ ‖u_t‖`` [m/s] with ``u = v_c − v̂`` of a contact at velocity ``v_c``: ≥ 0 inside the separation
-    region (no impulse, :func:`contact_separates`), and how far inside. ``v̂_t = 0`` unless a kinematic body
-    moves the contact (its velocity is in v̂ then, ``kinematic_bodies``)."""
+    region (no impulse, :func:`contact_separates`), and how far inside. ``v̂_t = 0`` unless the contact has a
+    velocity that is no unknown (a kinematic body's, a FREE joint's position-update offset, a mesh's surface
+    velocity: ``contact_constraints``), which v̂ then holds."""
     u = v_c - v_hat
     return u[2] - mu * wp.sqrt(u[0] * u[0] + u[1] * u[1])
 
