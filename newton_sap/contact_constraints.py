@@ -24,8 +24,8 @@ parking every row is swept, and contact ``i`` keeps slot ``i``.
   the chain of body 1 (+) and body 0 (−) up to their common ancestor, ``J_k = ± R_WCᵀ (v̄_k + ω_k × (p − r))``
   with ``S̄_k = [ω_k; v̄_k]`` about the tree's point r (``jacobian.chain_rows``), and ``c_vc = J v0`` at the
   step's start velocity (every row builder leaves it: the Newton loop's warm start reads it); kinematic bodies'
-  dofs have no entries, their velocity ``J_k v0_k`` is subtracted from v̂ instead, as is the position update's
-  ``J_k b_k`` of FREE joints (``integration.position_update_offsets``);
+  dofs have no entries, their velocity ``J_k v0_k`` is subtracted from v̂ instead, as is the velocity the
+  position update gives the two bodies beyond ``J v`` (``R_WCᵀ (u_1 − u_0)``, ``jacobian.offset_velocity``);
 * the Delassus estimate ``w = ‖Σ_k J_k J_kᵀ / A_kk‖_F / 3`` [kg⁻¹], the compliance R (``w`` floored in
   ``contact_compliance``), the bias velocity v̂ and the friction coefficient μ from the pair's materials
   (or the solver's overrides); with Newton's ``rigid_contact_surface_velocity`` (meshes with
@@ -45,7 +45,7 @@ import warp as wp
 
 from .constraints.dispatch import CONTACT, thread_slots
 from .constraints.friction_cone import contact_bias_velocity, contact_compliance, contact_is_distant
-from .jacobian import chain_rows, point_velocity, tangent_frame
+from .jacobian import chain_rows, offset_velocity, point_velocity, tangent_frame
 from .kinematic_bodies import side_moves
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
@@ -175,7 +175,7 @@ def contact_rows(
     tree_ref: wp.array(dtype=wp.vec3),
     dof_S_tree: wp.array(dtype=wp.spatial_vector),
     A_inv_diag: wp.array(dtype=float),
-    dof_offset: wp.array(dtype=float),
+    body_free_centripetal: wp.array(dtype=wp.vec3),
     v0: wp.array(dtype=float),
     body_twist: wp.array(dtype=wp.spatial_vector),
     # outputs (c_parked read and updated; contact_slot_out and c_contact written by ROWS_BUILD, c_contact read by the
@@ -307,10 +307,13 @@ def contact_rows(
                 continue
 
         # Jacobian entries along both chains, and the Delassus estimate from diag(A)
-        e, vc_walk, vc_known, w_norm = chain_rows(c, d1, d0, R_CW, p, 0, tree_ref, dof_tree, dof_parent, dof_S_tree,
-                                                  dof_body, body_flags, A_inv_diag, dof_offset, v0, c_dof_out,
-                                                  c_J_out)  # fmt: skip
-        c_vhat_out[c] = v_hat - vc_known  # a kinematic body moves like an obstacle (kinematic_bodies)
+        e, vc_walk, vc_kinematic, w_norm = chain_rows(c, d1, d0, R_CW, p, 0, tree_ref, dof_tree, dof_parent,
+                                                      dof_S_tree, dof_body, body_flags, A_inv_diag, v0, c_dof_out,
+                                                      c_J_out)  # fmt: skip
+        # a kinematic body moves like an obstacle (kinematic_bodies); the position update's velocity beyond J v
+        u = offset_velocity(b1, body_free_centripetal, dt) - offset_velocity(b0, body_free_centripetal, dt)
+        vc_known = vc_kinematic + R_CW * u
+        c_vhat_out[c] = v_hat - vc_known
         c_R_out[c] = contact_compliance(k_pair, tau, dt, beta, sigma, w_norm / 3.0)
         c_nnz_out[c] = e
         if mode == ROWS_BUILD:

@@ -29,17 +29,18 @@ def free_velocity_public_to_internal(v_pub: wp.vec3, w_pub: wp.vec3, r: wp.vec3)
 
 
 @wp.func
-def free_com_velocity_change_of_map(w0: wp.vec3, r0: wp.vec3, dt: float):
-    """The change of ``T`` over a step applied to the start velocity, ``Δt Ṫ q̇_int0 = Δt ω0 × (ω0 × r0)``
-    [m/s] (``ω0`` the start angular velocity, ``r0`` = COM − M in F at the step's start)."""
-    return dt * wp.cross(w0, wp.cross(w0, r0))
+def free_com_centripetal(w: wp.vec3, r: wp.vec3):
+    """``Ṫ q̇_int = ω × (ω × r)`` [m/s²]: the rate of the map T applied to the velocity (``ω`` the angular velocity,
+    ``r`` = COM − M, both in F)."""
+    return wp.cross(w, wp.cross(w, r))
 
 
 @wp.func
 def free_com_velocity_after_step(v_m1: wp.vec3, w1: wp.vec3, w0: wp.vec3, r0: wp.vec3, dt: float):
     """Public COM velocity [m/s] after a step that changed the internal velocity to ``(ω1, v_M1)``:
-    ``T(q0) q̇_int1`` plus the change of T over the step (:func:`free_com_velocity_change_of_map`)."""
-    return v_m1 + wp.cross(w1, r0) + free_com_velocity_change_of_map(w0, r0, dt)
+    ``T(q0) q̇_int1`` plus the change of T over the step, ``Δt Ṫ q̇_int0`` (:func:`free_com_centripetal` at the
+    step's start, ``r0`` = COM − M in F then)."""
+    return v_m1 + wp.cross(w1, r0) + dt * free_com_centripetal(w0, r0)
 
 
 @wp.func

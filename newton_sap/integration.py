@@ -12,12 +12,12 @@ of ``T q̇_int`` with T frozen at q0 plus the rate of T, ``Δt ω0 × (ω0 × r0
 To first order in the displacement this is the seed's ``p += Δt v_M``; unlike it, a torque-free body spinning
 about an offset COM keeps its COM still instead of drifting by ``O((ωΔt)² |r|)`` per step. The term ``b = Δt ω0 ×
 (ω0 × r0)`` moves every point of the child's subtree at ``b`` beyond its Jacobian velocity, so the constraint rows
-take it into their bias velocity (``position_update_offsets``, ``jacobian.chain_rows``).
+take it into their bias velocity (``kinematics.forward_kinematics`` keeps ``b / Δt`` per body).
 """
 
 import warp as wp
 
-from .conventions import free_com_velocity_after_step, free_com_velocity_change_of_map
+from .conventions import free_com_velocity_after_step
 from .kinematic_bodies import body_is_kinematic
 from .topology import JOINT_BALL, JOINT_DISTANCE, JOINT_FREE
 
@@ -41,53 +41,6 @@ def rotate_quat(q: wp.quat, w: wp.vec3, dt: float):
     if angle > 0.0:
         dq = wp.quat_from_axis_angle(wp.normalize(w), angle)
     return normalize_keeping_nan(dq * q)
-
-
-@wp.func
-def free_joint_com(joint_q: wp.array(dtype=float), qs: int, joint_X_c: wp.transform, com: wp.vec3):
-    """A FREE/DISTANCE joint's rotation ``q0`` at coordinates ``qs`` (normalized as FK reads it, so the COM offset
-    uses the rotation the dynamics used), its child's COM in M ``r_M`` and the COM − M in F ``r0 = q0 r_M`` [m]."""
-    q = normalize_keeping_nan(wp.quat(joint_q[qs + 3], joint_q[qs + 4], joint_q[qs + 5], joint_q[qs + 6]))
-    r_M = wp.transform_point(wp.transform_inverse(joint_X_c), com)
-    return q, r_M, wp.quat_rotate(q, r_M)
-
-
-@wp.kernel
-def position_update_offsets(
-    # model
-    free_joints: wp.array(dtype=wp.int32),
-    joint_q_start: wp.array(dtype=wp.int32),
-    joint_dof_internal_start: wp.array(dtype=wp.int32),
-    joint_child: wp.array(dtype=wp.int32),
-    joint_X_c: wp.array(dtype=wp.transform),
-    body_com: wp.array(dtype=wp.vec3),
-    body_flags: wp.array(dtype=wp.int32),
-    # inputs
-    dt: float,
-    joint_q_in: wp.array(dtype=float),
-    internal_v0_in: wp.array(dtype=float),
-    # outputs
-    dof_offset_out: wp.array(dtype=float),
-):
-    """One thread per FREE/DISTANCE tree joint of ``free_joints``: the velocity ``b`` [m/s, in F] that the
-    position update adds to its linear dofs beyond the solved ``v_M`` (other dofs keep 0).
-
-    ``integrate_joints`` moves the COM by ``Δt v_com1`` with ``v_com1 = v_M1 + ω1 × r0 + b``,
-    ``b = Δt ω0 × (ω0 × r0)``, and turns the child about it by ``Δt ω1``; every point x of the child's subtree
-    then moves at ``v_M1 + b + ω1 × (x − p_M)`` plus what the joints below add, up to the rotation's own
-    centripetal term about the COM, which does not depend on where the origin lies: the constraint rows'
-    velocity is ``J (v + b)``, not ``J v``. The rows move ``J b`` into their bias velocity
-    (``jacobian.chain_rows``), so a contact on a body spinning about a COM off its origin sees where the step
-    takes it. 0 for a kinematic body's joint, whose coordinates the step does not update."""
-    j = free_joints[wp.tid()]
-    d0 = joint_dof_internal_start[j]
-    b = wp.vec3(0.0)
-    if body_is_kinematic(joint_child[j], body_flags) == 0:
-        q, r_M, r0 = free_joint_com(joint_q_in, joint_q_start[j], joint_X_c[j], body_com[joint_child[j]])
-        w0 = wp.vec3(internal_v0_in[d0], internal_v0_in[d0 + 1], internal_v0_in[d0 + 2])
-        b = free_com_velocity_change_of_map(w0, r0, dt)
-    for k in range(3):
-        dof_offset_out[d0 + 3 + k] = b[k]
 
 
 @wp.kernel
@@ -138,9 +91,14 @@ def integrate_joints(
         for k in range(3):
             joint_qd_out[qd0 + k] = w[k]
     elif jtype == JOINT_FREE or jtype == JOINT_DISTANCE:
-        q, r_M, r0 = free_joint_com(joint_q_in, qs, joint_X_c[j], body_com[joint_child[j]])
+        # normalized as FK reads it: the COM offset r0 below must use the rotation the dynamics used
+        q = normalize_keeping_nan(
+            wp.quat(joint_q_in[qs + 3], joint_q_in[qs + 4], joint_q_in[qs + 5], joint_q_in[qs + 6])
+        )
         w = wp.vec3(internal_v_in[d0], internal_v_in[d0 + 1], internal_v_in[d0 + 2])
         q1 = rotate_quat(q, w, dt)
+        r_M = wp.transform_point(wp.transform_inverse(joint_X_c[j]), body_com[joint_child[j]])  # COM in M
+        r0 = wp.quat_rotate(q, r_M)  # COM − M in F at q0
         w0 = wp.vec3(internal_v0_in[d0], internal_v0_in[d0 + 1], internal_v0_in[d0 + 2])
         v_m = wp.vec3(internal_v_in[d0 + 3], internal_v_in[d0 + 4], internal_v_in[d0 + 5])
         v_com = free_com_velocity_after_step(v_m, w, w0, r0, dt)

@@ -9,7 +9,7 @@ both sides alike: the walks stop at the chains' common ancestor.
 
 Where only the rows' velocity is wanted (the parked contacts' checks), the body twists ``V_b = Σ S̄_k q̇_k``
 over each body's chain (``body_chain_twists``) give it without entries: ``v(p) = v̄_b + ω_b × (p − r)``. Both
-include the position update's offsets of FREE joints (``integration.position_update_offsets``).
+includes the position update's velocity beyond ``J v`` (:func:`offset_velocity`).
 """
 
 import warp as wp
@@ -85,7 +85,6 @@ def chain_rows(
     dof_body: wp.array(dtype=wp.int32),
     body_flags: wp.array(dtype=wp.int32),
     A_inv_diag: wp.array(dtype=float),
-    dof_offset: wp.array(dtype=float),
     v: wp.array(dtype=float),
     c_dof: wp.array2d(dtype=wp.int32),
     c_J: wp.array2d(dtype=wp.vec3),
@@ -93,10 +92,8 @@ def chain_rows(
     """Jacobian entries ``± rows · (point velocity at p)`` (or ``± rows · ω``) along the child (+) and
     parent (−) dof chains, each up to (without) their common ancestor; returns the entry count, the rows'
     velocity ``J v`` [m/s or rad/s] at the dof velocities ``v`` (summed as :func:`row_product` does, while
-    the entries are at hand), the rows' known velocity, which the step gives them whatever the unknowns (the
-    caller subtracts it from the rows' bias velocity): ``J_k v_k`` over the kinematic bodies' dofs, which get no
-    entry (``kinematic_bodies``), plus ``J_k b_k`` over the others, ``b = dof_offset`` the position update's
-    velocity beyond the solved one (``integration.position_update_offsets``), and ``‖W‖_F`` of
+    the entries are at hand), the velocity ``J_k v_k`` summed over the kinematic bodies' dofs, which get no
+    entry (``kinematic_bodies``: the caller subtracts it from the rows' bias velocity), and ``‖W‖_F`` of
     ``W = Σ_k J_k J_kᵀ / A_kk`` over the entries (symmetric: its diagonal and upper entries are summed; 0 when
     no dof moves the rows): the Delassus estimate of SAP.md §4 is ``w = ‖W‖_F / (rows in use)``.
     ``dof_S_tree`` holds the motion columns about each tree's point ``tree_ref`` (``S̄_k = [ω_k; v̄_k]``), so
@@ -106,7 +103,7 @@ def chain_rows(
     shared = common_ancestor(d_child, d_parent, dof_tree, dof_parent)
     e = int(0)
     v_c = wp.vec3(0.0)
-    v_known = wp.vec3(0.0)
+    v_kinematic = wp.vec3(0.0)
     for side in range(2):
         k = d_child
         sign = float(1.0)
@@ -123,10 +120,9 @@ def chain_rows(
                 motion = wp.spatial_bottom(S) + wp.cross(motion, lever)
             Jk = sign * (rows * motion)
             if dof_is_kinematic(k, dof_body, body_flags) == 1:
-                v_known += Jk * v[k]
+                v_kinematic += Jk * v[k]
                 k = dof_parent[k]
                 continue
-            v_known += Jk * dof_offset[k]
             c_dof[slot, e] = k
             c_J[slot, e] = Jk
             v_c += Jk * v[k]
@@ -135,7 +131,7 @@ def chain_rows(
             W_upper += wp.vec3(Jk[0] * Jk_scaled[1], Jk[0] * Jk_scaled[2], Jk[1] * Jk_scaled[2])
             e += 1
             k = dof_parent[k]
-    return e, v_c, v_known, wp.sqrt(wp.dot(W_diag, W_diag) + 2.0 * wp.dot(W_upper, W_upper))
+    return e, v_c, v_kinematic, wp.sqrt(wp.dot(W_diag, W_diag) + 2.0 * wp.dot(W_upper, W_upper))
 
 
 @wp.func
@@ -162,19 +158,19 @@ def body_chain_twists(
     body_last_dof: wp.array(dtype=wp.int32),
     dof_parent: wp.array(dtype=wp.int32),
     # inputs
+    dt: float,
     dof_S_tree: wp.array(dtype=wp.spatial_vector),
-    dof_offset: wp.array(dtype=float),
+    body_free_centripetal: wp.array(dtype=wp.vec3),
     v: wp.array(dtype=float),
     # outputs
     body_twist_out: wp.array(dtype=wp.spatial_vector),
 ):
-    """Per body, its twist ``V_b = Σ_k S̄_k (v_k + b_k) = [ω; v̄]`` [rad/s; m/s] at the dof velocities ``v``
-    as the position update moves it (``b = dof_offset``, see :func:`chain_rows`), summed over its dof chain,
-    with the linear part at its tree's point (``S̄_k`` about ``tree_ref``); zero for a body without dofs."""
+    """Per body, its twist ``V_b = Σ_k S̄_k v_k + [0; u_b] = [ω; v̄]`` [rad/s; m/s] at the dof velocities ``v`` as
+    the step's position update moves it (``u_b`` from :func:`offset_velocity`), summed over its dof chain, with
+    the linear part at its tree's point (``S̄_k`` about ``tree_ref``); zero for a body without dofs."""
     b = wp.tid()
-    body_twist_out[b] = chain_twist(b, body_last_dof, dof_parent, dof_S_tree, v) + chain_twist(
-        b, body_last_dof, dof_parent, dof_S_tree, dof_offset
-    )
+    twist = chain_twist(b, body_last_dof, dof_parent, dof_S_tree, v)
+    body_twist_out[b] = twist + wp.spatial_vector(wp.vec3(0.0), offset_velocity(b, body_free_centripetal, dt))
 
 
 @wp.func
@@ -194,3 +190,13 @@ def point_velocity(
         return wp.vec3(0.0)
     twist = body_twist[body]
     return wp.spatial_bottom(twist) + wp.cross(wp.spatial_top(twist), p - tree_ref[t])
+
+
+@wp.func
+def offset_velocity(body: int, body_free_centripetal: wp.array(dtype=wp.vec3), dt: float):
+    """``u_b = Δt Σ R_WF (ω × (ω × r))`` [m/s]: the velocity a step's position update gives every point of
+    ``body`` beyond its Jacobian velocity, from the FREE joints on its chain (``integration``; the sum is
+    ``kinematics.forward_kinematics``'s ``body_free_centripetal``); zero for no body (-1)."""
+    if body < 0:
+        return wp.vec3(0.0)
+    return dt * body_free_centripetal[body]

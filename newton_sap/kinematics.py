@@ -19,7 +19,7 @@ columns carried by one frame is one product: ``Σ_k (V ×̂ S_k) q̇_k = V ×̂ 
 import warp as wp
 
 from .constraints.dispatch import thread_slots
-from .conventions import body_twist_to_public, free_velocity_public_to_internal
+from .conventions import body_twist_to_public, free_com_centripetal, free_velocity_public_to_internal
 from .kinematic_bodies import body_is_kinematic
 from .spatial import motion_cross, twist_shift
 from .topology import JOINT_BALL, JOINT_D6, JOINT_DISTANCE, JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE
@@ -155,12 +155,20 @@ def forward_kinematics(
     body_bias_acc_out: wp.array(dtype=wp.spatial_vector),
     dof_S_out: wp.array(dtype=wp.spatial_vector),
     internal_v_out: wp.array(dtype=float),
+    body_free_centripetal_out: wp.array(dtype=wp.vec3),
     public_body_q_out: wp.array(dtype=wp.transform),
     public_body_qd_out: wp.array(dtype=wp.spatial_vector),
 ):
     """Branch FK (see module doc) from Newton's ``joint_q`` and ``joint_qd`` (public). Writes poses,
-    twists, bias accelerations, S, the internal velocities ``internal_v_out`` [rad/s, m/s] and, if
-    ``write_public = 1``, Newton's ``body_q`` and ``body_qd`` (public) too.
+    twists, bias accelerations, S, the internal velocities ``internal_v_out`` [rad/s, m/s], the FREE joints'
+    centripetal terms ``body_free_centripetal_out`` [m/s²] (below) and, if ``write_public = 1``, Newton's
+    ``body_q`` and ``body_qd`` (public) too.
+
+    ``body_free_centripetal_out[b] = Σ R_WF (ω × (ω × r))`` over the FREE/DISTANCE joints on b's chain (ω the
+    joint's angular velocity, r its child's COM − M, both in F; kinematic bodies' joints left out). The position
+    update moves a FREE joint's COM (``integration``), so every point of its child's subtree moves Δt times this
+    faster than its Jacobian velocity ``J v``, a translation: the constraint rows take it into their bias
+    velocity (``jacobian.offset_velocity``).
 
     A kinematic body's FREE (or DISTANCE) joint keeps its twist within a step, a screw motion (its
     prescribed dofs do not accelerate: ``kinematic_bodies``, as Newton's Featherstone solver holds it): the
@@ -170,6 +178,7 @@ def forward_kinematics(
     X_WP = wp.transform_identity()
     V_P = wp.spatial_vector()
     A_P = wp.spatial_vector()
+    U_P = wp.vec3(0.0)
     for idx in range(branch_start[branch], branch_start[branch + 1]):
         j = branch_joints[idx]
         jtype = joint_type[j]
@@ -183,6 +192,7 @@ def forward_kinematics(
             X_WP = wp.transform_identity()
             V_P = wp.spatial_vector()
             A_P = wp.spatial_vector()
+            U_P = wp.vec3(0.0)
 
         X_WF = X_WP * joint_X_p[j]
         X_j, lin, ang = joint_motion(jtype, joint_q_start[j], qd0, n_lin, n_ang, joint_q_in, joint_axis)
@@ -234,6 +244,10 @@ def forward_kinematics(
         if not screw:
             A = A + motion_cross(V_carrier, V_ang)
         V = V_carrier + V_ang
+        U = U_P
+        if (jtype == JOINT_FREE or jtype == JOINT_DISTANCE) and not screw:
+            w_F = wp.vec3(qd_src[d0], qd_src[d0 + 1], qd_src[d0 + 2])
+            U = U + R_WF * free_com_centripetal(w_F, r_F)
 
         if write_public == 1:
             public_body_q_out[child] = X_WC
@@ -242,9 +256,11 @@ def forward_kinematics(
         body_q_out[child] = X_WC
         body_twist_out[child] = V
         body_bias_acc_out[child] = A
+        body_free_centripetal_out[child] = U
         X_WP = X_WC
         V_P = V
         A_P = A
+        U_P = U
 
 
 @wp.kernel

@@ -18,7 +18,7 @@ import warp as wp
 
 from .constraints.bilateral import bilateral_parameters
 from .constraints.dispatch import BILATERAL
-from .jacobian import chain_rows, tangent_frame
+from .jacobian import chain_rows, offset_velocity, tangent_frame
 from .topology import JOINT_FIXED, JOINT_REVOLUTE
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
@@ -61,8 +61,9 @@ def write_slot(
 ):
     """Fill the parameters of loop-closure ``slot`` (its Jacobian entries are written already): rigid
     bilateral rows with violation ``g0``, Delassus estimate ``w`` and velocity ``v_c0 = J v0`` at the step's
-    start; the bias velocity less ``v_known``, the rows' velocity that is no unknown (kinematic bodies, the
-    FREE joints' position-update offsets: ``jacobian.chain_rows``); ``used`` masks the rows in play."""
+    start; the bias velocity less ``v_known``, the rows' velocity that is no unknown (kinematic bodies:
+    ``jacobian.chain_rows``; the position update's velocity beyond ``J v``: ``jacobian.offset_velocity``);
+    ``used`` masks the rows in play."""
     if w < DEGENERATE_W:
         return  # no dof moves these rows (e.g. the tilt rows of a planar linkage): nothing to constrain
     R, v0 = bilateral_parameters(g0[0], w, dt)
@@ -103,7 +104,7 @@ def loop_rows(
     tree_ref: wp.array(dtype=wp.vec3),
     dof_S_tree: wp.array(dtype=wp.spatial_vector),
     A_inv_diag: wp.array(dtype=float),
-    dof_offset: wp.array(dtype=float),
+    body_free_centripetal: wp.array(dtype=wp.vec3),
     v0: wp.array(dtype=float),
     # outputs
     c_world: wp.array(dtype=wp.int32),
@@ -146,17 +147,21 @@ def loop_rows(
     p_M = wp.transform_get_translation(X_WM)
     p = 0.5 * (p_F + p_M)
     eye = wp.identity(n=3, dtype=float)
-    nnz, v_c0, v_known, w_norm = chain_rows(slot, d_child, d_parent, eye, p, 0, tree_ref, dof_tree, dof_parent,
-                                            dof_S_tree, dof_body, body_flags, A_inv_diag, dof_offset, v0, c_dof,
-                                            c_J)  # fmt: skip
+    nnz, v_c0, v_kinematic, w_norm = chain_rows(slot, d_child, d_parent, eye, p, 0, tree_ref, dof_tree, dof_parent,
+                                                dof_S_tree, dof_body, body_flags, A_inv_diag, v0, c_dof,
+                                                c_J)  # fmt: skip
+    # the point rows also move at the position update's velocity beyond J v (a translation: none on the angular rows)
+    v_known = (
+        v_kinematic + offset_velocity(C, body_free_centripetal, dt) - offset_velocity(P, body_free_centripetal, dt)
+    )
     write_slot(slot, world, nnz, v_c0, v_known, w_norm / 3.0, p_M - p_F, wp.vec3(1.0), dt,
                c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_vc)  # fmt: skip
     jtype = joint_type[j]
     if jtype == JOINT_FIXED:
         q_err = wp.transform_get_rotation(X_WM) * wp.quat_inverse(wp.transform_get_rotation(X_WF))
         nnz, v_c0, v_known, w_norm = chain_rows(slot + 1, d_child, d_parent, eye, p, 1, tree_ref, dof_tree,
-                                                dof_parent, dof_S_tree, dof_body, body_flags, A_inv_diag, dof_offset,
-                                                v0, c_dof, c_J)  # fmt: skip
+                                                dof_parent, dof_S_tree, dof_body, body_flags, A_inv_diag, v0,
+                                                c_dof, c_J)  # fmt: skip
         write_slot(slot + 1, world, nnz, v_c0, v_known, w_norm / 3.0, rotation_vector(q_err), wp.vec3(1.0), dt,
                    c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_vc)  # fmt: skip
     elif jtype == JOINT_REVOLUTE:
@@ -168,8 +173,8 @@ def loop_rows(
         u2 = wp.vec3(frame[0, 1], frame[1, 1], frame[2, 1])
         rows = wp.matrix_from_rows(u1, u2, wp.vec3(0.0))
         nnz, v_c0, v_known, w_norm = chain_rows(slot + 1, d_child, d_parent, rows, p, 1, tree_ref, dof_tree,
-                                                dof_parent, dof_S_tree, dof_body, body_flags, A_inv_diag, dof_offset,
-                                                v0, c_dof, c_J)  # fmt: skip
+                                                dof_parent, dof_S_tree, dof_body, body_flags, A_inv_diag, v0,
+                                                c_dof, c_J)  # fmt: skip
         tilt = wp.cross(a_F, a_M)
         violation = wp.vec3(wp.dot(u1, tilt), wp.dot(u2, tilt), 0.0)
         write_slot(slot + 1, world, nnz, v_c0, v_known, w_norm / 2.0, violation, wp.vec3(1.0, 1.0, 0.0), dt,

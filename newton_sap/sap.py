@@ -879,7 +879,8 @@ class SapSolver:
         for name in (*dof_names, "cg_r", "cg_z", "cg_p", "cg_Hp"):
             setattr(self, name, zeros(ndof))
         self.A_inv_diag = None  # the dynamics' 1/A_ii, given by each setup_constraints
-        self.dof_offset = None  # the position update's velocity offsets, given by each setup_constraints
+        self.body_free_centripetal = None  # given by each setup_constraints (jacobian.offset_velocity)
+        self.dt = 0.0  # the step's, given by each setup_constraints
         self.uses_dense_worlds = topology.world_dense_size > 0  # some world has a dense n×n block of H
         self.A_world = zeros(max(topology.world_dense_size, 1))
         self.H = zeros(max(topology.world_dense_size, 1))
@@ -1019,7 +1020,7 @@ class SapSolver:
         tree_ref,
         dof_S_tree,
         A_inv_diag,
-        dof_offset,
+        body_free_centripetal,
         v0,
         tau,
         dt: float,
@@ -1027,11 +1028,12 @@ class SapSolver:
         """Constraint rows of this step: the contacts of ``contacts`` (may be None) in the first slots,
         then the joint-space rows (drives, limits, friction, mimic) when the model has any, then the
         loop closures. ``tree_ref``, ``dof_S_tree``, ``A_inv_diag`` (1/A_ii, 0 for kinematic bodies' dofs; the
-        solve's optimality norms read it too) and ``dof_offset`` (the position update's velocity beyond the solved
-        one, ``integration.position_update_offsets``) come from the dynamics."""
+        solve's optimality norms read it too) and ``body_free_centripetal`` (for the velocity the position update
+        gives each body beyond ``J v``, ``jacobian.offset_velocity``) come from the dynamics."""
         o, T, dev = self.options, self.T, self.device
         self.A_inv_diag = A_inv_diag
-        self.dof_offset = dof_offset
+        self.body_free_centripetal = body_free_centripetal
+        self.dt = dt
         n_contacts = contacts.rigid_contact_max if contacts is not None and self.topo.dof_count else 0
         n_joint = SLOTS_PER_DOF * self.topo.dof_count if self.model_constraints else 0  # drives, limits, ...
         n_loop = 2 * len(self.topo.loop_joints)
@@ -1057,8 +1059,8 @@ class SapSolver:
                     contacts.rigid_contact_count, contacts.rigid_contact_shape0, contacts.rigid_contact_shape1,
                     contacts.rigid_contact_point0, contacts.rigid_contact_point1, contacts.rigid_contact_normal,
                     contacts.rigid_contact_margin0, contacts.rigid_contact_margin1,
-                    *self._per_contact_properties(contacts), body_q, tree_ref, dof_S_tree, A_inv_diag, dof_offset,
-                    v0, self.body_twist,
+                    *self._per_contact_properties(contacts), body_q, tree_ref, dof_S_tree, A_inv_diag,
+                    body_free_centripetal, v0, self.body_twist,
                 ],
             }  # fmt: skip
             self._parked_check_args = {
@@ -1092,7 +1094,7 @@ class SapSolver:
                     T.loop_joints, model.joint_type, model.joint_enabled, model.joint_parent, model.joint_child,
                     model.joint_X_p, model.joint_X_c, model.joint_axis, model.joint_qd_start, T.body_world,
                     T.body_last_dof, T.dof_parent, T.dof_tree, T.dof_body, model.body_flags, n_contacts + n_joint, dt,
-                    body_q, tree_ref, dof_S_tree, A_inv_diag, dof_offset, v0,
+                    body_q, tree_ref, dof_S_tree, A_inv_diag, body_free_centripetal, v0,
                 ],
                 outputs=[self.c_world, self.c_kind, self.c_R, self.c_vhat, self.c_param, self.c_nnz, self.c_dof,
                          self.c_J, self.c_vc],
@@ -1133,8 +1135,8 @@ class SapSolver:
         (``body_chain_twists``)."""
         T = self.T
         wp.launch(body_chain_twists, dim=self.topo.body_count,
-                  inputs=[T.body_last_dof, T.dof_parent, dof_S_tree, self.dof_offset, v], outputs=[self.body_twist],
-                  device=self.device)  # fmt: skip
+                  inputs=[T.body_last_dof, T.dof_parent, self.dt, dof_S_tree, self.body_free_centripetal, v],
+                  outputs=[self.body_twist], device=self.device)  # fmt: skip
 
     def complete_parked_rows(self) -> None:
         """Jacobian entries and compliances of the contacts parked at the end of the step, which the

@@ -46,7 +46,7 @@ from .options import FLOAT32_MAX, FLOAT32_TINY, SapOptions
 from .sap import SapSolver
 from .snapshot import SapSnapshot, take_snapshot
 from .spatial import Inertia10
-from .topology import JOINT_DISTANCE, JOINT_FREE, bucket_views, build_topology, to_device
+from .topology import bucket_views, build_topology, to_device
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
@@ -162,9 +162,7 @@ class SolverSAP(newton.solvers.SolverBase):
         self._kinematics_stale = zeros(1, wp.int32)
         self._tau = zeros(ndof)
         self._A_inv_diag = zeros(ndof)  # 1/A_ii
-        self._dof_offset = zeros(ndof)  # the position update's velocity offsets (integration.position_update_offsets)
-        free = np.isin(model.joint_type.numpy(), (JOINT_FREE, JOINT_DISTANCE)) & (topo.joint_in_tree == 1)
-        self._free_joints = wp.array(np.nonzero(free)[0].astype(np.int32), dtype=wp.int32, device=device)
+        self._body_free_centripetal = zeros(nb, wp.vec3)  # FK's, for the rows (jacobian.offset_velocity)
         self._v_star = zeros(ndof)
         self._rows = zeros(max(topo.sparse_nnz, 1))
         self._factor = zeros(max(topo.sparse_nnz, 1))
@@ -316,7 +314,8 @@ class SolverSAP(newton.solvers.SolverBase):
         if self._sap_ran:
             self._count_dropped_contacts(contacts, warn_stacklevel=None if capturing else 3)
             self._sap.setup_constraints(self.model, state_in, control, contacts, self._body_q, self._tree_ref,
-                                        self._dof_S_tree, self._A_inv_diag, self._dof_offset, self._v0, self._tau,
+                                        self._dof_S_tree, self._A_inv_diag, self._body_free_centripetal, self._v0,
+                                        self._tau,
                                         dt)  # fmt: skip
             v = self._sap.solve(self._rows, self._dense, self._v0, self._v_star, self._tau, dt,
                                 functools.partial(self._free_motion, dt))  # fmt: skip
@@ -483,9 +482,8 @@ class SolverSAP(newton.solvers.SolverBase):
         return dt
 
     def _dynamics(self, state, joint_f, body_f, dt: float, passive: int, include_external: int) -> None:
-        """FK, RNE and CRBA at ``state``: fills A (sparse rows and dense blocks), τ, v0 and the position update's
-        velocity offsets of the FREE joints (``integration.position_update_offsets``); ``passive`` adds the
-        implicit joint damping and stiffness (see ``dynamics.mass_matrix_rows``)."""
+        """FK, RNE and CRBA at ``state``: fills A (sparse rows and dense blocks), τ and v0; ``passive``
+        adds the implicit joint damping and stiffness (see ``dynamics.mass_matrix_rows``)."""
         model, topo, T = self.model, self.topology, self._topo
         device = model.device
         if joint_f is None:
@@ -535,15 +533,6 @@ class SolverSAP(newton.solvers.SolverBase):
             outputs=[self._rows, self._dense, self._tau, self._A_inv_diag],
             device=device,
         )  # fmt: skip
-        if self._free_joints.shape[0]:
-            wp.launch(
-                integration.position_update_offsets,
-                dim=self._free_joints.shape[0],
-                inputs=[self._free_joints, model.joint_q_start, T.joint_dof_internal_start, model.joint_child,
-                        model.joint_X_c, model.body_com, model.body_flags, dt, state.joint_q, self._v0],
-                outputs=[self._dof_offset],
-                device=device,
-            )  # fmt: skip
 
     def _kinematics(self, joint_q, joint_qd) -> None:
         """FK at ``(joint_q, joint_qd)`` into the solver's buffers (``_body_q``, twists, bias accelerations,
@@ -586,7 +575,7 @@ class SolverSAP(newton.solvers.SolverBase):
                 int(state_out is not None), joint_q, public_qd,
             ],
             outputs=[
-                self._body_q, self._body_twist, self._body_bias_acc, self._dof_S, self._v0,
+                self._body_q, self._body_twist, self._body_bias_acc, self._dof_S, self._v0, self._body_free_centripetal,
                 state_out.body_q if state_out is not None else self._body_q,
                 state_out.body_qd if state_out is not None else self._scratch_body_qd,
             ],

@@ -83,7 +83,7 @@ def test_sphere_thrown_without_spin_ends_rolling_at_five_sevenths():
 def test_cylinder_with_its_origin_off_its_com_rolls_at_two_thirds_g_sin_theta(offset):
     """A cylinder rolls down a 20° incline at a = g sin θ / (1 + I/(m r²)) = ⅔ g sin θ wherever its body origin
     lies (within 0.5 % at Δt = 0.01; the origin 0.3 m off the COM across the axis gave 13 % and 5 % too much while
-    the contact rows left out the position update's ``Δt ω × (ω × r)``: integration.position_update_offsets)."""
+    the contact rows left out the position update's ``Δt ω × (ω × r)``: jacobian.offset_velocity)."""
     dt, radius = 0.01, 0.1
     run = Run(cylinder_with_offset_origin(offset, mu=0.6, gravity=incline_gravity(20.0), radius=radius))
     speeds = [run.step(dt).joint_qd.numpy()[[0, 4]] for _ in range(60)]
