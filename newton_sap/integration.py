@@ -12,7 +12,7 @@ of ``T q̇_int`` with T frozen at q0 plus the rate of T, ``Δt ω0 × (ω0 × r0
 To first order in the displacement this is the seed's ``p += Δt v_M``; unlike it, a torque-free body spinning
 about an offset COM keeps its COM still instead of drifting by ``O((ωΔt)² |r|)`` per step. The term ``b = Δt ω0 ×
 (ω0 × r0)`` moves every point of the child's subtree at ``b`` beyond its Jacobian velocity, so the constraint rows
-take it into their bias velocity (``kinematics.forward_kinematics`` keeps ``b / Δt`` per body).
+take it into their bias velocity (``kinematics.forward_kinematics`` keeps ``Σ R_WF b / Δt`` over each body's chain).
 """
 
 import warp as wp

@@ -9,7 +9,7 @@ both sides alike: the walks stop at the chains' common ancestor.
 
 Where only the rows' velocity is wanted (the parked contacts' checks), the body twists ``V_b = Σ S̄_k q̇_k``
 over each body's chain (``body_chain_twists``) give it without entries: ``v(p) = v̄_b + ω_b × (p − r)``. Both
-includes the position update's velocity beyond ``J v`` (:func:`offset_velocity`).
+include the position update's velocity beyond ``J v`` (:func:`offset_velocity`).
 """
 
 import warp as wp

@@ -167,8 +167,9 @@ def forward_kinematics(
     ``body_free_centripetal_out[b] = Σ R_WF (ω × (ω × r))`` over the FREE/DISTANCE joints on b's chain (ω the
     joint's angular velocity, r its child's COM − M, both in F; kinematic bodies' joints left out). The position
     update moves a FREE joint's COM (``integration``), so every point of its child's subtree moves Δt times this
-    faster than its Jacobian velocity ``J v``, a translation: the constraint rows take it into their bias
-    velocity (``jacobian.offset_velocity``).
+    faster than its Jacobian velocity ``J v``, a translation (up to the rotation's own centripetal term about the
+    COM, which does not depend on where the origin lies): the constraint rows take it into their bias velocity
+    (``jacobian.offset_velocity``).
 
     A kinematic body's FREE (or DISTANCE) joint keeps its twist within a step, a screw motion (its
     prescribed dofs do not accelerate: ``kinematic_bodies``, as Newton's Featherstone solver holds it): the

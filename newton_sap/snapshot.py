@@ -47,8 +47,8 @@ class SapSnapshot:
         contact_compliance: Per world, (nc, 3) the regularization ``R`` [kg⁻¹].
         contact_bias_velocity: Per world, (nc, 3) ``v̂`` [m/s], less the contact's velocity that is no unknown: what
             kinematic bodies give it (their dofs have zero columns in ``contact_jacobian``, their mass-matrix rows
-            are decoupled), the FREE joints' position-update offsets ``J b`` and a mesh's tangential surface
-            velocity (``contact_constraints``).
+            are decoupled), the position update's ``R_WCᵀ (u_1 − u_0)`` (``jacobian.offset_velocity``) and a mesh's
+            tangential surface velocity (``contact_constraints``).
         contact_friction: Per world, (nc,) μ.
         contact_impulse: Per world, (nc, 3) the solved impulses γ [N·s] in the contact frames.
         constraint_kind: Per world, (m,) the type of every constraint of the step (contacts, drives,

@@ -315,8 +315,7 @@ class SolverSAP(newton.solvers.SolverBase):
             self._count_dropped_contacts(contacts, warn_stacklevel=None if capturing else 3)
             self._sap.setup_constraints(self.model, state_in, control, contacts, self._body_q, self._tree_ref,
                                         self._dof_S_tree, self._A_inv_diag, self._body_free_centripetal, self._v0,
-                                        self._tau,
-                                        dt)  # fmt: skip
+                                        self._tau, dt)  # fmt: skip
             v = self._sap.solve(self._rows, self._dense, self._v0, self._v_star, self._tau, dt,
                                 functools.partial(self._free_motion, dt))  # fmt: skip
         else:

@@ -101,6 +101,34 @@ def test_weld_closure_holds_a_free_body_in_place():
     assert np.abs(quat_to_matrix(end[3:]) - quat_to_matrix(start[3:])).max() < 1e-4
 
 
+def test_ball_closure_at_the_com_of_a_spinning_body_holds_it_still():
+    """A free body spinning at 13 rad/s, its origin 0.3 m from its COM, pinned at the COM by a BALL loop joint
+    (no gravity): it spins in place (the COM within 1e-4 m of the pin, the spin kept), though its origin circles
+    the pin at 3.9 m/s. The loop rows take the velocity the position update gives the body beyond ``J v``
+    (``jacobian.offset_velocity``); without it they pulled the COM off the pin by about Δt ω² r = 0.5 m/s."""
+    b = newton.ModelBuilder(gravity=(0.0, 0.0, 0.0))
+    pin = np.array([0.3, -0.2, 1.0])
+    com = np.array([0.0, 0.0, 0.3])  # in the body frame: the origin 0.3 m below the COM
+    body = b.add_link(mass=1.0, com=wp.vec3(*com), inertia=wp.mat33(0.02, 0, 0, 0, 0.03, 0, 0, 0, 0.04),
+                      xform=wp.transform(tuple(pin - com), wp.quat_identity()))  # fmt: skip
+    b.add_articulation([b.add_joint_free(body)])
+    b.add_joint_ball(-1, body, parent_xform=wp.transform(tuple(pin), wp.quat_identity()),
+                     child_xform=wp.transform(tuple(com), wp.quat_identity()), label="pin")  # fmt: skip
+    model = b.finalize()
+    solver = newton_sap.SolverSAP(model)
+    s0, s1 = model.state(), model.state()
+    s0.joint_q.assign(np.array([*(pin - com), 0.0, 0.0, 0.0, 1.0], np.float32))
+    s0.joint_qd.assign(np.array([0.0, 0.0, 0.0, 0.0, 13.0, 0.0], np.float32))  # [v_com, ω]
+    drift = 0.0
+    for _ in range(100):
+        solver.step(s0, s1, None, None, 0.01)
+        s0, s1 = s1, s0
+        pose = s0.body_q.numpy()[0]
+        drift = max(drift, np.linalg.norm(pose[:3] + quat_to_matrix(pose[3:]) @ com - pin))
+    assert drift < 1e-4
+    assert abs(s0.joint_qd.numpy()[4] - 13.0) < 1e-3
+
+
 MJCF_CONNECT = """
 <mujoco>
   <worldbody>
