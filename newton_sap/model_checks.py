@@ -39,7 +39,8 @@ the joint moves with fewer freedoms than it has dofs and its mass matrix is sing
 
 INERTIA_MIN_RELATIVE_EIGENVALUE = 1e-7
 """A leaf body's rotational inertia about its joint, over the joint's angular axes, is singular below this
-fraction of its largest eigenvalue (a point mass on a ball joint; a rod without inertia about its own axis)."""
+fraction of the body's own inertia about the joint (a point mass on a ball joint; a rod without inertia about
+its own axis); relative, so small links (a 1 g, 5 mm finger tip) pass."""
 
 
 def first_problem(problems) -> tuple[int, str] | None:
@@ -106,9 +107,9 @@ def check_inertial_properties(model: newton.Model, topo: Topology) -> None:
     if found := first_problem(problems):
         i, message = found
         raise ModelError(f"{_label(list(model.joint_label), int(topo.dof_joint[i]), 'joint')} {message}")
-    joints, block = _leaf_rotational_blocks(model, topo, mass, inertia, com, kinematic)
+    joints, block, scale = _leaf_rotational_blocks(model, topo, mass, inertia, com, kinematic)
     eigenvalues = np.linalg.eigvalsh(block)
-    singular = eigenvalues[:, 0] <= INERTIA_MIN_RELATIVE_EIGENVALUE * eigenvalues[:, -1]
+    singular = eigenvalues[:, 0] <= INERTIA_MIN_RELATIVE_EIGENVALUE * np.maximum(eigenvalues[:, -1], scale)
     if singular.any():
         j = int(joints[np.argmax(singular)])
         body = int(model.joint_child.numpy()[j])
@@ -182,10 +183,11 @@ def check_gravity(model: newton.Model) -> None:
 
 
 def _leaf_rotational_blocks(model: newton.Model, topo: Topology, mass, inertia, com, kinematic):
-    """The tree joints whose child is a leaf (no child bodies), dynamic, with angular dofs, and per joint the
-    mass-matrix block over its angular dofs at q = 0 (``Aᵀ I_M A`` plus armature, padded to 3×3 with unit
-    diagonals): ``I_M = I_c + m (|d|² 1 − d dᵀ)`` the body's inertia about the joint frame M's origin (``d`` the
-    COM from it, body frame), ``A`` the axes in the body frame (M's for BALL, FREE, DISTANCE)."""
+    """The tree joints whose child is a leaf (no child bodies), dynamic, with angular dofs; per joint the
+    mass-matrix block over its angular dofs at q = 0 (``Aᵀ I_M A`` plus armature, padded to 3×3 with diagonal
+    entries ``scale``) and ``scale``, the body's own inertia about the joint, ``trace I_M`` plus the armature
+    (1 where both are 0): ``I_M = I_c + m (|d|² 1 − d dᵀ)`` the body's inertia about the joint frame M's origin
+    (``d`` the COM from it, body frame), ``A`` the axes in the body frame (M's for BALL, FREE, DISTANCE)."""
     jtype, dim = model.joint_type.numpy(), model.joint_dof_dim.numpy()
     child = model.joint_child.numpy()
     has_child = np.zeros(model.body_count, bool)
@@ -213,9 +215,11 @@ def _leaf_rotational_blocks(model: newton.Model, topo: Topology, mass, inertia, 
     A = R_c @ axes
     block = A.transpose(0, 2, 1) @ I_M @ A
     block += np.eye(3) * arm[:, None, :]
+    scale = np.trace(I_M, axis1=1, axis2=2) + arm.sum(axis=1)
+    scale = np.where(scale > 0.0, scale, 1.0)
     unused = dim[joints, 1][:, None] <= np.arange(3)
-    block += np.eye(3) * (unused * np.maximum(np.trace(block, axis1=1, axis2=2), 1.0)[:, None])[:, None, :]
-    return joints, block
+    block += np.eye(3) * (unused * scale[:, None])[:, None, :]
+    return joints, block, scale
 
 
 def validate_joint_drives_and_limits(model: newton.Model, topo, options: SapOptions) -> bool:

@@ -237,6 +237,10 @@ def test_hinge_about_an_axis_without_inertia_is_refused():
         newton_sap.SolverSAP(hinge_leaf(rod))
     newton_sap.SolverSAP(hinge_leaf(rod, com=(0.1, 0.0, 0.0)))  # its mass off the axis
     newton_sap.SolverSAP(hinge_leaf(rod, armature=0.01))
+    tip = newton.ModelBuilder()  # a 1 g, 5 mm finger tip on a hinge: small but regular
+    link = tip.add_link(mass=1e-3, com=wp.vec3(0.0, 0.0, 0.0), inertia=wp.mat33(np.eye(3) * 1e-8))
+    tip.add_articulation([tip.add_joint_revolute(-1, link, axis=(0, 0, 1))])
+    newton_sap.SolverSAP(tip.finalize())
 
 
 def test_d6_joint_with_parallel_axes_is_refused():
