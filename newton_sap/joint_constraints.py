@@ -60,7 +60,7 @@ def mimic_tables(model: newton.Model, topo) -> tuple[np.ndarray, np.ndarray]:
             different dof counts, of a loop-closing joint (not a coordinate), of a joint with itself or with
             non-finite coefficients, or a joint that mimics two joints; the message names the follower joint.
     """
-    from .topology import ModelError
+    from .topology import ModelError, entity_label
 
     leader = np.full(topo.dof_count, -1, np.int32)
     coeffs = np.zeros((topo.dof_count, 2), np.float32)
@@ -75,7 +75,7 @@ def mimic_tables(model: newton.Model, topo) -> tuple[np.ndarray, np.ndarray]:
     body_world = topo.body_world
     jchild = model.joint_child.numpy()
     for j, ref, offset, multiplier in couplings:
-        name = f"joint {j} ('{labels[j] if j < len(labels) else j}')"
+        name = entity_label(labels, j, "joint")
         if jtype[j] not in MIMIC_JOINT_TYPES or jtype[ref] not in MIMIC_JOINT_TYPES:
             raise ModelError(f"{name} mimics joint {ref}: only REVOLUTE, PRISMATIC and D6 joints can be coupled")
         if j == ref:

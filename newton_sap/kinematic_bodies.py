@@ -65,7 +65,7 @@ def check_kinematic_bodies(model: newton.Model, topo) -> np.ndarray:
     Raises:
         ModelError: a kinematic body with a moving parent, naming it.
     """
-    from .topology import ModelError, _label
+    from .topology import ModelError, entity_label
 
     if model.body_count == 0 or model.body_flags is None:
         return np.zeros(0, np.int64)
@@ -75,7 +75,7 @@ def check_kinematic_bodies(model: newton.Model, topo) -> np.ndarray:
     if moving_parent.any():
         b = int(kinematic[np.argmax(moving_parent)])
         raise ModelError(
-            f"{_label(list(model.body_label), b, 'body')} is kinematic but its parent body "
+            f"{entity_label(list(model.body_label), b, 'body')} is kinematic but its parent body "
             f"{int(topo.body_parent[b])} moves: only tree roots (attached to the world) can be kinematic"
         )
     return kinematic

@@ -27,7 +27,7 @@ from .topology import (
     JOINT_REVOLUTE,
     ModelError,
     Topology,
-    _label,
+    entity_label,
 )
 
 UNIT_TOLERANCE = 1e-3
@@ -86,7 +86,7 @@ def check_inertial_properties(model: newton.Model, topo: Topology) -> None:
     )
     if found := first_problem(problems):
         b, message = found
-        raise ModelError(f"{_label(list(model.body_label), b, 'body')} {message}")
+        raise ModelError(f"{entity_label(list(model.body_label), b, 'body')} {message}")
     if topo.dof_count == 0:
         return
     # a dof moves its child's subtree: sums over the subtrees, deepest bodies first (body_levels)
@@ -106,15 +106,15 @@ def check_inertial_properties(model: newton.Model, topo: Topology) -> None:
     )  # fmt: skip
     if found := first_problem(problems):
         i, message = found
-        raise ModelError(f"{_label(list(model.joint_label), int(topo.dof_joint[i]), 'joint')} {message}")
+        raise ModelError(f"{entity_label(list(model.joint_label), int(topo.dof_joint[i]), 'joint')} {message}")
     joints, block, scale = _leaf_rotational_blocks(model, topo, mass, inertia, com, kinematic)
     eigenvalues = np.linalg.eigvalsh(block)
     singular = eigenvalues[:, 0] <= INERTIA_MIN_RELATIVE_EIGENVALUE * np.maximum(eigenvalues[:, -1], scale)
     if singular.any():
         j = int(joints[np.argmax(singular)])
-        body = int(model.joint_child.numpy()[j])
+        body = entity_label(list(model.body_label), int(model.joint_child.numpy()[j]), "body")
         raise ModelError(
-            f"{_label(list(model.joint_label), j, 'joint')} turns {_label(list(model.body_label), body, 'body')} "
+            f"{entity_label(list(model.joint_label), j, 'joint')} turns {body} "
             "about an axis along which it has no rotational inertia about the joint (a point mass, or a rod about "
             "its own axis): its mass matrix is singular; give the body inertia or the joint armature"
         )
@@ -144,9 +144,9 @@ def check_joint_geometry(model: newton.Model) -> None:
         if len(joints) == 0:
             continue
         axes = np.zeros((len(joints), 3, 3))
+        first = qd_start[joints] + group * dim[joints, 0]
         for k in range(3):
             used = dim[joints, group] > k
-            first = qd_start[joints] + group * dim[joints, 0]
             axes[used, k] = axis[first[used] + k]
         gram = axes @ axes.transpose(0, 2, 1) + np.eye(3) * (dim[joints, group][:, None] <= np.arange(3))[:, :, None]
         parallel[joints] |= np.linalg.eigvalsh(gram).min(axis=1) < AXES_MIN_SINGULAR_VALUE**2
@@ -167,7 +167,7 @@ def check_joint_geometry(model: newton.Model) -> None:
     )  # fmt: skip
     if found := first_problem(problems):
         j, message = found
-        raise ModelError(f"{_label(list(model.joint_label), j, 'joint')} {message}")
+        raise ModelError(f"{entity_label(list(model.joint_label), j, 'joint')} {message}")
 
 
 def check_gravity(model: newton.Model) -> None:
@@ -204,10 +204,10 @@ def _leaf_rotational_blocks(model: newton.Model, topo: Topology, mass, inertia, 
     armature = model.joint_armature.numpy().astype(np.float64)
     axes = np.zeros((len(joints), 3, 3))  # columns: the angular axes in M
     arm = np.zeros((len(joints), 3))
+    free_axes = np.isin(jtype[joints], (JOINT_BALL, JOINT_FREE, JOINT_DISTANCE))
     for k in range(3):
         used = dim[joints, 1] > k
         dof = qd_start[joints] + dim[joints, 0] + k
-        free_axes = np.isin(jtype[joints], (JOINT_BALL, JOINT_FREE, JOINT_DISTANCE))
         axes[used & free_axes, k, k] = 1.0
         scalar = used & ~free_axes
         axes[scalar, :, k] = axis[dof[scalar]]
@@ -231,7 +231,6 @@ def validate_joint_drives_and_limits(model: newton.Model, topo, options: SapOpti
     Return whether the model has any drive, finite limit or joint friction (then every step solves SAP)."""
     if model.joint_dof_count == 0:
         return False
-    labels = list(model.joint_label)
     mode = model.joint_target_mode.numpy()
     ke, kd = model.joint_target_ke.numpy(), model.joint_target_kd.numpy()
     effort = model.joint_effort_limit.numpy()
@@ -277,14 +276,14 @@ def validate_joint_drives_and_limits(model: newton.Model, topo, options: SapOpti
     if found := first_problem(problems):
         p, message = found
         j = int(dof_joint[p])
-        raise ModelError(f"joint {j} ('{labels[j] if j < len(labels) else j}') dof {p} {message}")
+        raise ModelError(f"{entity_label(list(model.joint_label), j, 'joint')} dof {p} {message}")
     return bool((scalar & (driven | limited | (friction > 0.0))).any())
 
 
 def joint_list(model: newton.Model, joints: np.ndarray) -> str:
     """``joints`` by index and label for a message, the first five and how many more."""
     labels = list(model.joint_label)
-    names = [f"joint {j} ('{labels[j] if j < len(labels) else j}')" for j in joints[:5]]
+    names = [entity_label(labels, int(j), "joint") for j in joints[:5]]
     return ", ".join(names) + (f" and {len(joints) - 5} more" if len(joints) > 5 else "")
 
 
@@ -334,5 +333,4 @@ def validate_materials(model: newton.Model, options: SapOptions) -> None:
     )  # fmt: skip
     if found := first_problem(problems):
         s, message = found
-        labels = list(model.shape_label)
-        raise ModelError(f"shape {s} ('{labels[s] if s < len(labels) else s}') {message}")
+        raise ModelError(f"{entity_label(list(model.shape_label), s, 'shape')} {message}")

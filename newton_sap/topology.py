@@ -51,7 +51,8 @@ class ModelError(ValueError):
     """A model that newton-sap cannot simulate; the message names the offending entity."""
 
 
-def _label(labels: list[str], index: int, kind: str) -> str:
+def entity_label(labels: list[str], index: int, kind: str) -> str:
+    """``kind index ('label')`` for messages naming a body, joint or shape (``kind_index`` where unlabeled)."""
     name = labels[index] if index < len(labels) and labels[index] else f"{kind}_{index}"
     return f"{kind} {index} ('{name}')"
 
@@ -180,7 +181,7 @@ def build_topology(
     for j in range(nj):
         if int(jtype[j]) not in SUPPORTED_JOINT_TYPES:
             raise ModelError(
-                f"{_label(joint_labels, j, 'joint')} has unsupported type {int(jtype[j])}; "
+                f"{entity_label(joint_labels, j, 'joint')} has unsupported type {int(jtype[j])}; "
                 f"supported: {', '.join(SUPPORTED_JOINT_TYPES.values())}"
             )
     body_joint = np.full(nb, -1, np.int32)
@@ -192,13 +193,14 @@ def build_topology(
         if body_joint[c] >= 0:
             if jarticulation[j] >= 0:
                 raise ModelError(
-                    f"{_label(body_labels, c, 'body')} is the child of two joints "
-                    f"({_label(joint_labels, int(body_joint[c]), 'joint')} and {_label(joint_labels, j, 'joint')}): "
+                    f"{entity_label(body_labels, c, 'body')} is the child of two joints "
+                    f"({entity_label(joint_labels, int(body_joint[c]), 'joint')} and "
+                    f"{entity_label(joint_labels, j, 'joint')}): "
                     "an unmarked kinematic loop"
                 )
             if int(jtype[j]) not in LOOP_JOINT_TYPES:
                 raise ModelError(
-                    f"{_label(joint_labels, j, 'joint')} closes a kinematic loop with unsupported type "
+                    f"{entity_label(joint_labels, j, 'joint')} closes a kinematic loop with unsupported type "
                     f"{SUPPORTED_JOINT_TYPES[int(jtype[j])]}; loop closures may be BALL, REVOLUTE or FIXED"
                 )
             loop_joints.append(j)
@@ -206,7 +208,7 @@ def build_topology(
         body_joint[c] = j
     for b in range(nb):
         if body_joint[b] < 0:
-            raise ModelError(f"{_label(body_labels, b, 'body')} has no joint; add a free or fixed joint for it")
+            raise ModelError(f"{entity_label(body_labels, b, 'body')} has no joint; add a free or fixed joint for it")
 
     body_parent = np.array([jparent[body_joint[b]] for b in range(nb)], np.int32) if nb else np.zeros(0, np.int32)
     children: list[list[int]] = [[] for _ in range(nb)]
@@ -230,7 +232,7 @@ def build_topology(
         static[b] = jtype[body_joint[b]] == JOINT_FIXED and (p < 0 or static[p])
     for b in order:
         if not static[b] and body_world[b] < 0:
-            raise ModelError(f"{_label(body_labels, b, 'body')} moves but belongs to no world (world -1)")
+            raise ModelError(f"{entity_label(body_labels, b, 'body')} moves but belongs to no world (world -1)")
 
     body_tree = np.full(nb, -1, np.int32)
     body_depth = np.full(nb, -1, np.int32)
@@ -480,7 +482,9 @@ def _check_acyclic(nb: int, body_parent: np.ndarray, body_labels: list[str]) -> 
             x = int(body_parent[x])
             steps += 1
             if steps > nb:
-                raise ModelError(f"{_label(body_labels, b, 'body')} lies on a joint cycle: an unmarked kinematic loop")
+                raise ModelError(
+                    f"{entity_label(body_labels, b, 'body')} lies on a joint cycle: an unmarked kinematic loop"
+                )
 
 
 @dataclass
