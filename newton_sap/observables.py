@@ -7,7 +7,8 @@ conventions.
   spatial vector per contact: the force on body 0 (shape 0's body) by body 1, ``f0 = −R_WC γ / Δt``, and its
   moment ``(p − c0) × f0`` about body 0's center of mass ``c0`` (world axes; about the world origin when shape 0
   has no body, ``shape_body = −1``), ``p`` the contact point at which SAP applies it (midway between the two
-  surfaces at the step's start; the step's constraints are linearized there). Rigid contact ``i`` is row ``i``;
+  surfaces at the step's start, or in the detection gap on the one moving side's surface:
+  ``contact_constraints.contact_point``; the step's constraints are linearized there). Rigid contact ``i`` is row ``i``;
   the rows of soft contacts (``rigid_contact_max`` on) are zero: this solver steps no particles.
 * ``BODY_QDD`` (``Observables.body_qdd``) [m/s², rad/s²]: the step's mean acceleration of each body,
   ``(body_qd_out − body_qd_in) / Δt`` with ``body_qd = [v_com; ω]`` in world axes, ``body_qd_in`` from the

@@ -43,7 +43,8 @@ class SapSnapshot:
             contact ``contact_index[w][k]``, not k.
         contact_frame: Per world, (nc, 3, 3) rotations ``R_WC = [t1 t2 n]``, normal from shape 0 to 1.
         contact_distance: Per world, (nc,) signed distances φ0 [m] (negative: penetration).
-        contact_point: Per world, (nc, 3) contact points [m] in world, midway between the surfaces.
+        contact_point: Per world, (nc, 3) contact points [m] in world, where the impulses act
+            (``contact_constraints.contact_point``).
         contact_compliance: Per world, (nc, 3) the regularization ``R`` [kg⁻¹].
         contact_bias_velocity: Per world, (nc, 3) ``v̂`` [m/s], less the contact's velocity that is no unknown: what
             kinematic bodies give it (their dofs have zero columns in ``contact_jacobian``, their mass-matrix rows

@@ -79,6 +79,19 @@ def test_sphere_thrown_without_spin_ends_rolling_at_five_sevenths():
     assert np.all(run.converged)
 
 
+def test_sphere_landing_across_the_ground_rolls_at_five_sevenths():
+    """A solid sphere without spin, 2 cm above the ground and falling at 3 m/s while moving at v0 across it,
+    lands within one step of 0.01 s. Its angular momentum about the touching point is kept through the landing's
+    impulses, so it rolls at 5/7 v0 after (within 0.2 %) if friction acts at the sphere's surface: at the midpoint
+    of the 2 cm gap the lever is 1 cm longer and it rolled 2.5 % too fast."""
+    v0, radius = 2.0, 0.1
+    run = Run(sphere_on_ground(radius=radius, height=radius + 0.02, mu=0.5), qd0=[v0, 0, -3.0, 0, 0, 0])
+    run.step(0.01, 30)
+    assert abs(run.qd[0] - 5.0 / 7.0 * v0) < 2e-3 * 5.0 / 7.0 * v0
+    assert abs(run.qd[4] * radius - run.qd[0]) < 2e-3 * v0
+    assert np.all(run.converged)
+
+
 @pytest.mark.parametrize("offset", [(0.3, 0.0, 0.0), (0.0, 0.0, 0.3)])
 def test_cylinder_with_its_origin_off_its_com_rolls_at_two_thirds_g_sin_theta(offset):
     """A cylinder rolls down a 20° incline at a = g sin θ / (1 + I/(m r²)) = ⅔ g sin θ wherever its body origin
