@@ -145,6 +145,24 @@ def write_row(
     c_vc[slot] = wp.vec3(sign * v0[dof], 0.0, 0.0)
 
 
+@wp.func
+def limit_compliance_and_time(
+    limit_stiffness: float, limit_dissipation_time: float, ke: float, kd: float, dt: float, w_est: float
+):
+    """A limit's compliance R [rad/(N·m·s) or m/(N·s)] and dissipation time τ_d [s]: stiffness and dissipation
+    from the options when given (> 0, ≥ 0), else Newton's ``joint_limit_ke`` and ``joint_limit_kd / ke``
+    (τ_d = Δt if negative); R no smaller than the near-rigid ``β² w / (4π²)``."""
+    k = limit_stiffness
+    tau_d = limit_dissipation_time
+    if k <= 0.0:
+        k = ke
+        tau_d = kd / ke
+    if tau_d < 0.0:
+        tau_d = dt
+    R = wp.max(LIMIT_NEAR_RIGID_BETA * LIMIT_NEAR_RIGID_BETA * w_est / TWO_PI_SQ, 1.0 / (dt * k * (dt + tau_d)))
+    return R, tau_d
+
+
 @wp.kernel
 def joint_constraint_rows(
     # model
@@ -190,11 +208,11 @@ def joint_constraint_rows(
     c_vc: wp.array(dtype=wp.vec3),
 ):
     """Drive, limit, friction and mimic rows of dof i, with their velocities ``J v0`` at the step's start. A
-    limit side is added only when the step can reach it: ``g0 ≤ 2 Δt max(|v0|, |v0 + Δt τ/A_ii|)`` (v*
-    estimated from diag(A)), or when violated. A kinematic body's dof (prescribed) has none of these rows; a
-    mimic led by one has no leader entry, the leader's velocity moves into v̂ (``kinematic_bodies``).
-    Limit stiffness and dissipation: the options when given (> 0, ≥ 0), else Newton's
-    ``joint_limit_ke`` and ``joint_limit_kd / joint_limit_ke``."""
+    limit side is added when violated or when the step may reach it, ``g0 ≤ 2 Δt max(|v0|, |v0 + Δt τ/A_ii|)``
+    (SAP.md §5's window, v* estimated from diag(A)); the window does not see what drives, contacts, mimics or
+    other dofs' forces do, so the sides left out are checked at the solution (``check_left_out_limits``). A
+    kinematic body's dof (prescribed) has none of these rows; a mimic led by one has no leader entry, the
+    leader's velocity moves into v̂ (``kinematic_bodies``). Limit compliance: ``limit_compliance_and_time``."""
     i = wp.tid()
     n = dof_public.shape[0]
     for k in range(SLOTS_PER_DOF):
@@ -212,14 +230,9 @@ def joint_constraint_rows(
         R, v_hat = pd_drive_parameters(kp, kv, q0, target_q[c], target_qd[p], joint_act[p], dt, w_est)
         write_row(base + i, w, PD_DRIVE, i, 1.0, R, v_hat, dt * joint_effort_limit[p],
                   c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_dof, c_J, v0, c_vc)  # fmt: skip
-    k_lim = limit_stiffness
-    tau_d = limit_dissipation_time
-    if k_lim <= 0.0:
-        k_lim = joint_limit_ke[p]
-        tau_d = joint_limit_kd[p] / joint_limit_ke[p]
-    if tau_d < 0.0:
-        tau_d = dt
-    R_lim = wp.max(LIMIT_NEAR_RIGID_BETA * LIMIT_NEAR_RIGID_BETA * w_est / TWO_PI_SQ, 1.0 / (dt * k_lim * (dt + tau_d)))
+    R_lim, tau_d = limit_compliance_and_time(
+        limit_stiffness, limit_dissipation_time, joint_limit_ke[p], joint_limit_kd[p], dt, w_est
+    )
     reach = 2.0 * dt * wp.max(wp.abs(v0[i]), wp.abs(v0[i] + dt * tau[i] * w_est))
     lower = joint_limit_lower[p]
     upper = joint_limit_upper[p]
@@ -250,3 +263,76 @@ def joint_constraint_rows(
             c_dof[slot, 1] = leader
             c_J[slot, 1] = wp.vec3(-coeffs[1], 0.0, 0.0)
             c_vc[slot] = c_vc[slot] + c_J[slot, 1] * v0[leader]
+
+
+@wp.kernel
+def check_left_out_limits(
+    # model
+    dof_public: wp.array(dtype=wp.int32),
+    dof_coord: wp.array(dtype=wp.int32),
+    dof_world: wp.array(dtype=wp.int32),
+    dof_body: wp.array(dtype=wp.int32),
+    body_flags: wp.array(dtype=wp.int32),
+    joint_limit_lower: wp.array(dtype=float),
+    joint_limit_upper: wp.array(dtype=float),
+    joint_limit_ke: wp.array(dtype=float),
+    joint_limit_kd: wp.array(dtype=float),
+    # options
+    limit_stiffness: float,
+    limit_dissipation_time: float,
+    base: int,
+    dt: float,
+    momentum_mode: int,
+    # inputs
+    joint_q: wp.array(dtype=float),
+    A_inv_diag: wp.array(dtype=float),
+    v: wp.array(dtype=float),
+    world_iterations: wp.array(dtype=wp.int32),
+    world_constraint_count: wp.array(dtype=wp.int32),
+    world_residual: wp.array(dtype=float),
+    # outputs (the rows of the limit sides that join; world_retry and any_retry zeroed before)
+    c_world: wp.array(dtype=wp.int32),
+    c_kind: wp.array(dtype=wp.int32),
+    c_R: wp.array(dtype=wp.vec3),
+    c_vhat: wp.array(dtype=wp.vec3),
+    c_param: wp.array(dtype=float),
+    c_nnz: wp.array(dtype=wp.int32),
+    c_dof: wp.array2d(dtype=wp.int32),
+    c_J: wp.array2d(dtype=wp.vec3),
+    c_vc: wp.array(dtype=wp.vec3),
+    world_retry_out: wp.array(dtype=wp.int32),
+    any_retry_out: wp.array(dtype=wp.int32),
+):
+    """Per dof, at the solved ``v``: a limit side that ``joint_constraint_rows`` left out (beyond its window) but
+    that the step crosses, ``sign · v_i < v̂ = −g0/Δt`` (its impulse ``max(0, (v̂ − sign · v_i) / R)`` would not
+    be zero), gets its row, as it would have been built, and its world is flagged to be solved again (the retry
+    of ``sap.py``; a side joins once, so the retries end). Skipped as ``check_parked_contacts`` skips them: the
+    worlds still at ``v = v0`` (inside every window) and those with a non-finite residual."""
+    i = wp.tid()
+    c = dof_coord[i]
+    if c < 0 or dof_is_kinematic(i, dof_body, body_flags) == 1:
+        return
+    w = dof_world[i]
+    if world_iterations[w] == 0 and (momentum_mode == 1 or world_constraint_count[w] > 0):
+        return
+    if not wp.isfinite(world_residual[w]):
+        return
+    p = dof_public[i]
+    n = dof_public.shape[0]
+    for side in range(2):
+        slot = base + (1 + side) * n + i
+        sign = float(1.0)
+        g0 = joint_q[c] - joint_limit_lower[p]
+        finite = joint_limit_lower[p] > -NO_LIMIT
+        if side == 1:
+            sign = -1.0
+            g0 = joint_limit_upper[p] - joint_q[c]
+            finite = joint_limit_upper[p] < NO_LIMIT
+        if finite and c_world[slot] < 0 and sign * v[i] < -g0 / dt:
+            R, tau_d = limit_compliance_and_time(
+                limit_stiffness, limit_dissipation_time, joint_limit_ke[p], joint_limit_kd[p], dt, A_inv_diag[i]
+            )
+            write_row(slot, w, JOINT_LIMIT, i, sign, R, unilateral_bias_velocity(g0, dt, tau_d), 0.0,
+                      c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_dof, c_J, v, c_vc)  # fmt: skip
+            world_retry_out[w] = 1
+            any_retry_out[0] = 1

@@ -40,7 +40,9 @@ solution, unless no world's ``v`` left ``v0`` (a scene at rest: no launch); a wo
 impulse has that row completed and joined to its lists and is solved again from its ``v`` (``_retry``, a
 ``wp.capture_while`` of its own), so the answer is that of the full problem. A row joins at most once, so the
 retries end. The lists are sorted by scans into buffers allocated with the solver (``scan.py``): nothing is
-allocated inside the retry's conditional graph node.
+allocated inside the retry's conditional graph node. Joint limit sides outside their window (SAP.md §5) are
+left out the same way, checked at the solution (``joint_constraints.check_left_out_limits``) and joined by a
+retry when the step crosses them: the window cannot see what drives, contacts or coupled dofs do to a joint.
 
 The first check runs at the warm start ``v = v0``. In v* mode the free motion ``v*`` is formed only after
 it, in the worlds that read it (``select_free_motion_worlds``: those still iterating, whose ``v_ref`` it is,
@@ -76,7 +78,7 @@ from .contact_constraints import (
 )
 from .factorization import solve_tree_systems, sparse_matvec, uses_tree_ldlt
 from .jacobian import body_chain_twists, row_product, second_walk
-from .joint_constraints import SLOTS_PER_DOF, joint_constraint_rows
+from .joint_constraints import SLOTS_PER_DOF, check_left_out_limits, joint_constraint_rows
 from .line_search import NO_DESCENT, NO_DESCENT_RELATIVE_RESIDUAL, line_dots, line_rows, line_search
 from .loop_constraints import loop_rows
 from .observables import contact_forces
@@ -939,6 +941,7 @@ class SapSolver:
         self.world_iteration_offset = zeros(nw, wp.int32)  # Newton iterations before this retry
         self.any_retry = zeros(1, wp.int32)  # some world is flagged in world_retry (the retry loop's condition)
         self.parking = False  # this step has parked contacts to check (setup_constraints)
+        self.joint_rows = False  # this step has joint-space rows, limit sides left out among them (setup_constraints)
         self.contact_slots = 0  # contact slots of this step (setup_constraints)
         self.iteration_count = zeros(1, wp.int32)  # Newton iterations done in this step
         self.world_line = zeros(nw, wp.vec3)
@@ -1068,9 +1071,16 @@ class SapSolver:
                 "shape1": contacts.rigid_contact_shape1, "tree_ref": tree_ref, "dof_S_tree": dof_S_tree,
             }  # fmt: skip
             self._contact_rows(ROWS_BUILD)
+        self.joint_rows = bool(n_joint)
         if n_joint:
             limit_k = o.joint_limit_stiffness if o.joint_limit_stiffness is not None else -1.0
             joint_act = control.joint_act if control.joint_act is not None else self.zero_dof
+            self._limit_check_args = {
+                "inputs": [T.dof_public, T.dof_coord, T.dof_world, T.dof_body, model.body_flags,
+                           model.joint_limit_lower, model.joint_limit_upper, model.joint_limit_ke, model.joint_limit_kd,
+                           limit_k, o.joint_limit_dissipation_time, n_contacts, dt, int(o.momentum_mode),
+                           state.joint_q, A_inv_diag],
+            }  # fmt: skip
             wp.launch(
                 joint_constraint_rows,
                 dim=self.topo.dof_count,
@@ -1219,14 +1229,31 @@ class SapSolver:
             wp.capture_if(self.any_free_motion, self._free_motion, free_motion=free_motion, v_star=v_star)
         wp.capture_if(self.any_active, self._prepare_directions, A_rows=A_rows)
         wp.capture_while(self.any_active, self._newton_iteration, **args)
-        if self.parking:
-            # only where v moved from v0, at which the contacts were parked: a world that iterated (momentum mode:
-            # counted by the loop) or read v* (v* mode: select_free_motion_worlds flags both kinds)
+        if self.parking or self.joint_rows:
+            # only where v moved from v0, at which the contacts were parked and inside every limit window: a world
+            # that iterated (momentum mode: counted by the loop) or read v* (v* mode: select_free_motion_worlds
+            # flags both kinds)
             moved = self.iteration_count if momentum else self.any_free_motion
-            wp.capture_if(moved, self._check_parked_contacts)
+            wp.capture_if(moved, self._check_left_out_rows)
             wp.capture_while(self.any_retry, self._retry, A_rows=A_rows, tree_blocks=tree_blocks, v0=v0, v_star=v_star,
                              tau=tau, dt=dt)  # fmt: skip
         return self.v
+
+    def _check_left_out_rows(self) -> None:
+        """The rows left out of the iterations, at the solved ``v``: the parked contacts and the limit sides
+        beyond their windows; each is the answer's (no impulse) or joins, its world flagged for a retry."""
+        if self.parking:
+            self._check_parked_contacts()
+        if self.joint_rows:
+            a = self._limit_check_args
+            wp.launch(
+                check_left_out_limits,
+                dim=self.topo.dof_count,
+                inputs=[*a["inputs"], self.v, self.world_iterations, self.world_constraint_count, self.world_residual],
+                outputs=[self.c_world, self.c_kind, self.c_R, self.c_vhat, self.c_param, self.c_nnz, self.c_dof,
+                         self.c_J, self.c_vc, self.world_retry, self.any_retry],
+                device=self.device,
+            )  # fmt: skip
 
     def _check_parked_contacts(self) -> None:
         """The parked contacts at the solved ``v``: the answer's (no impulse) or flagged for a retry."""
@@ -1245,15 +1272,17 @@ class SapSolver:
         )  # fmt: skip
 
     def _retry(self, A_rows, tree_blocks, v0, v_star, tau, dt: float) -> None:
-        """The worlds where a parked contact would act, solved again with it from their ``v``: its row
-        completed (``ROWS_COMPLETE_UNPARKED``), the row lists rebuilt, ``A (v − v_ref)`` from two products, a
-        full evaluation, the Newton loop, and the check of the contacts still parked (see the module doc). In
-        v* mode every such world has formed ``v*``: the check skips the worlds that stopped at the warm start,
-        and the others took Newton iterations or adopted ``v*`` (``select_free_motion_worlds``)."""
+        """The worlds where a parked contact or a left-out limit side would act, solved again with it from
+        their ``v``: a contact's row completed (``ROWS_COMPLETE_UNPARKED``; the check wrote the limit's), the row
+        lists rebuilt, ``A (v − v_ref)`` from two products, a full evaluation, the Newton loop, and the check of
+        the rows still left out (see the module doc). In v* mode every such world has formed ``v*``: the check
+        skips the worlds that stopped at the warm start, and the others took Newton iterations or adopted ``v*``
+        (``select_free_motion_worlds``)."""
         o, T, topo, dev = self.options, self.T, self.topo, self.device
         momentum = int(o.momentum_mode)
         nw, ndof = topo.world_count, topo.dof_count
-        self._contact_rows(ROWS_COMPLETE_UNPARKED)
+        if self.parking:
+            self._contact_rows(ROWS_COMPLETE_UNPARKED)
         self._reset_counts(reset_contacts=False)
         self._sort_constraints()
         wp.launch(
@@ -1275,7 +1304,7 @@ class SapSolver:
         self._evaluate(**args, resume=True)
         wp.capture_if(self.any_active, self._prepare_directions, A_rows=A_rows)
         wp.capture_while(self.any_active, self._newton_iteration, **args)
-        self._check_parked_contacts()
+        self._check_left_out_rows()
 
     def _free_motion(self, free_motion, v_star) -> None:
         """``v*`` in the worlds that read it (``select_free_motion_worlds``); it is the answer of those

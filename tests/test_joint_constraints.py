@@ -145,6 +145,57 @@ def test_limit_does_not_brake_before_the_joint_reaches_it():
     assert -0.51 < q.min() < -0.5005 and abs(qd[-1]) < 0.05  # stopped by the (compliant) limit
 
 
+def test_drive_into_a_limit_outside_its_window_stops_there():
+    """A stiff drive (Kp 1e4, target 1 rad) turns a link at rest (no gravity) toward its upper limit 0.05 rad away.
+    SAP.md §5's window ``2 Δt max(|v0|, |v*|)`` is 0 (v* has no drive in it), so the limit's row is left out; the
+    solution crosses the limit, the check at the solution adds the row and solves the step again: the link stops
+    at the limit in the first step, as far into it as when it starts there (0.0509 rad both; without the check it
+    went on to 0.74 rad)."""
+    b = newton.ModelBuilder(gravity=(0.0, 0.0, 0.0))
+    link = b.add_link(mass=1.0, com=wp.vec3(0.5, 0.0, 0.0), inertia=wp.mat33(np.eye(3) * 0.01))
+    b.add_articulation([b.add_joint_revolute(-1, link, axis=(0.0, 1.0, 0.0), target_ke=1e4, target_kd=10.0,
+                                             actuator_mode=newton.JointTargetMode.POSITION, limit_lower=-1.0,
+                                             limit_upper=0.05)])  # fmt: skip
+    model = b.finalize()
+    q1 = {}
+    for q0 in (0.0, 0.05):
+        solver, state, _ = simulate(model, 1, 0.01, q0=q0, target=1.0)
+        q1[q0] = state.joint_q.numpy()[0]
+        assert solver.stats.converged.all() and solver.stats.num_constraints[0] == 2  # drive and upper limit
+    assert 0.05 < q1[0.0] < 0.052
+    assert abs(q1[0.0] - q1[0.05]) < 1e-4
+
+
+def test_limit_reached_through_the_mass_matrix_coupling_holds():
+    """Two links on parallel hinges at rest (no gravity); a torque of 50 N·m on the outer joint swings the inner
+    one back, through A's coupling, toward its lower limit 0.01 rad away. The window sees the inner joint's own
+    torque only (none), so the limit is left out, then joined by the check at the solution: the inner joint never
+    passes it (it went to −0.127 rad in the first step of 0.01 s)."""
+    inertia = wp.mat33(np.eye(3) * 0.01)
+    b = newton.ModelBuilder(gravity=(0.0, 0.0, 0.0))
+    inner = b.add_link(mass=1.0, com=wp.vec3(0.25, 0.0, 0.0), inertia=inertia)
+    outer = b.add_link(mass=1.0, com=wp.vec3(0.25, 0.0, 0.0), inertia=inertia)
+    joints = [
+        b.add_joint_revolute(-1, inner, axis=(0.0, 0.0, 1.0), limit_lower=-0.01, limit_upper=1.0),
+        b.add_joint_revolute(inner, outer, axis=(0.0, 0.0, 1.0), parent_xform=wp.transform((0.5, 0.0, 0.0),
+                                                                                           wp.quat_identity())),
+    ]  # fmt: skip
+    b.add_articulation(joints)
+    model = b.finalize()
+    solver = newton_sap.SolverSAP(model)
+    control = model.control()
+    control.joint_f.assign(np.array([0.0, 50.0], np.float32))
+    s0, s1 = model.state(), model.state()
+    inner_q = []
+    for _ in range(5):
+        solver.step(s0, s1, control, None, 0.01)
+        s0, s1 = s1, s0
+        inner_q.append(s0.joint_q.numpy()[0])
+        assert solver.stats.converged.all()
+    assert min(inner_q) > -0.0101
+    assert abs(inner_q[-1] + 0.01) < 1e-4  # held at the limit
+
+
 @pytest.mark.parametrize("kp", [500.0, 1e6])
 def test_arm_pd_hold_balances_reference_gravity(kp):
     """Panda (9 dofs) under PD at a pose: Kp (q_d − q) equals Pinocchio's gravity torque g(q)."""
