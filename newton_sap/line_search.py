@@ -29,7 +29,8 @@ BACKTRACKING_RHO = 0.8
 """Backtracking line search (SAP.md §6): Armijo constant c and shrink factor ρ; the first trial is α = 1/ρ."""
 COST_ABS_TOLERANCE = 1.0e-30
 COST_REL_TOLERANCE = 1.0e-7
-"""Cost criterion of SAP.md §6 (after a step with α > 0.5): ``|Δℓ| < ε_ac + ε_rc (|ℓ_k+1| + |ℓ_k|) / 2``."""
+"""Cost criterion of SAP.md §6 (after a step with α > 0.5): ``|Δℓ| < ε_ac + ε_rc (|ℓ_k+1| + |ℓ_k|) / 2``; it marks
+the world ``COST_FLAT``, which ``check_convergence`` stops only at the float32 floor of its residual."""
 PRECISE_FORCING = 1.0e-3
 """CG directions solved to a relative residual η ≤ this count as precise Newton directions in the
 stagnation tests below (dense worlds: η = 0); a looser CG stop can make the cost change little while
@@ -42,18 +43,27 @@ in all; the worst step of a pile 8-18 instead of 9-25 iterations, where a short 
 predictions off and plain Newton then crawled), and on a landing humanoid over 300 steps (671 -> 651, the worst
 step 11 -> 6); 0.02 and 0.03 did as 0.05; 0 (never off) stalled at the iteration limit in two of the piles."""
 COST_ROUND_OFF = 1.0e-6
-"""Stagnation in float32: when the slope of the cost along the Newton direction, ``|dℓ/dα(0)|``, is
-below this fraction of the cost, a full Newton step changes the cost by round-off only: Newton's method
-has reached the precision floor of the float32 problem data (stiff tangential compliances amplify
-velocity round-off, so ‖D∇ℓ‖ can stall just above ε_r·scale)."""
+"""Flat cost in float32: when the slope of the cost along the Newton direction, ``|dℓ/dα(0)|``, is below this
+fraction of the cost, a full Newton step changes the cost by round-off only (``COST_FLAT``). The velocities may
+still be off by about the square root of that (the cost is quadratic in their error): ``check_convergence`` stops
+the world only once its residual no longer falls fast either (stiff tangential compliances amplify velocity
+round-off, so ‖D∇ℓ‖ can stall above ε_r·scale)."""
+COST_FLAT = 1
+"""``world_cost_stalled`` value of a world whose cost no longer changes in float32 (the cost criterion,
+``COST_ROUND_OFF``). The cost is quadratic in the velocity error, so a relative cost change ε leaves a velocity
+error of about √ε: ``check_convergence`` stops such a world only once its residual stops falling fast."""
 NO_DESCENT = 2
 """``world_cost_stalled`` value of a world whose direction does not descend (α = 0): round-off at the optimum,
 or a broken direction; ``check_convergence`` tells them apart by the residual."""
+NOT_MOVED = 3
+"""``world_cost_stalled`` value of a world whose step left every velocity as it was (``STEP_ROUND_OFF``): the
+next direction would be the same."""
 NO_DESCENT_RELATIVE_RESIDUAL = 0.1
-"""A world without descent whose ‖D∇ℓ‖ exceeds this fraction of ``max(‖D A v‖, ‖D Jᵀγ‖)`` ends not converged.
+"""A stalled world whose ‖D∇ℓ‖ exceeds this fraction of ``max(‖D A v‖, ‖D Jᵀγ‖)`` ends not converged.
 Measured: the float32 floors leave up to about 1e-2 (stall exits over the test and benchmark scenes: medians
 1e-5 to 3e-4, largest 8e-3 on the landing pile; round-off exits without descent up to 6.5e-3 with
-backtracking), a wrong direction (an H assembled wrongly) about 1."""
+backtracking), a wrong direction (an H assembled wrongly) about 1; a friction regularization σ = 1e-9 left a
+thrown box with a flat cost at 0.2-0.7 and its impulses 23-68 % off."""
 STEP_ROUND_OFF = 1.0e-6
 """Stagnation in float32, scale-free: a step ``α Δv`` that changes no velocity by more than this fraction of
 it (about 8 float32 ulps) leaves ``v``, and so the next direction, as it was. The cost tests above cannot see
@@ -298,12 +308,12 @@ def line_search(
     elif alpha == 0.0:
         stalled = int(NO_DESCENT)
     elif moved == 0:
-        stalled = int(1)
+        stalled = int(NOT_MOVED)
     elif world_forcing[w] <= PRECISE_FORCING:  # a precise Newton direction
         if -slope0 <= COST_ROUND_OFF * scale:
-            stalled = int(1)  # even a full Newton step changes the cost by round-off only
+            stalled = int(COST_FLAT)  # even a full Newton step changes the cost by round-off only
         elif alpha > 0.5 and change < COST_ABS_TOLERANCE + COST_REL_TOLERANCE * scale:
-            stalled = int(1)
+            stalled = int(COST_FLAT)
     world_cost_stalled_out[w] = stalled
     world_cost[w] = 0.0
     world_norms_out[w] = wp.vec3(0.0)

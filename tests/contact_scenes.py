@@ -191,3 +191,24 @@ class Run:
     @property
     def qd(self):
         return self.s0.joint_qd.numpy()
+
+
+def friction_cone_impulse(v_c, v_hat, R, mu, eps=1.0e-7):
+    """γ [N·s] of one contact: the R-norm projection of ``y = R⁻¹ (v̂ − v_c)`` onto ``‖γ_t‖ ≤ μ γ_n``."""
+    y = (v_hat - v_c) / R
+    y_r = np.sqrt(y[0] ** 2 + y[1] ** 2 + eps**2)
+    mu_hat = mu * R[0] / R[2]
+    if y_r <= mu * y[2]:
+        return y  # stiction
+    if y[2] <= -mu_hat * y_r:
+        return np.zeros(3)  # separation
+    gamma_n = (y[2] + mu_hat * y_r) / (1.0 + mu * mu_hat)
+    return np.array([mu * gamma_n * y[0] / y_r, mu * gamma_n * y[1] / y_r, gamma_n])
+
+
+def contact_impulses(snap, v, world=0):
+    """γ [N·s] of ``world``'s contacts at ``v`` (one row per contact), by the independent projection."""
+    v_c = (snap.contact_jacobian[world] @ v).reshape(-1, 3)
+    R, v_hat, mu = (snap.contact_compliance[world], snap.contact_bias_velocity[world],
+                    snap.contact_friction[world])  # fmt: skip
+    return np.array([friction_cone_impulse(v_c[k], v_hat[k], R[k], mu[k]) for k in range(len(mu))])

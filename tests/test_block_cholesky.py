@@ -130,17 +130,20 @@ def test_block_cholesky_matches_dense_newton_systems(scene, shared_pool):
     sap.block_shared_pool = shared_pool
     pool = topo.world_block_max if shared_pool else topo.world_block_size  # and as much for the kept H
     sap.block_pool = wp.array(np.full((2 * pool, 8), np.nan, np.float32), dtype=vec8f, device=sap.device)
-    worst, same_iterations = 0.0, 0
+    worst, same_iterations, iteration_gap = 0.0, 0, 0
     for _ in range(25):
         copy_state(dense.s0, block.s0)
         dense.step(0.01)
         block.step(0.01)
         worst = max(worst, np.abs(dense.qd - block.qd).max() / max(np.abs(dense.qd).max(), 1e-3))
         same_iterations += int(np.array_equal(dense.iterations[-1], block.iterations[-1]))
+        iteration_gap = max(iteration_gap, np.abs(dense.iterations[-1] - block.iterations[-1]).max())
     assert np.all(np.concatenate(block.converged))
     assert not np.concatenate(block.cg_iterations).any()
     assert worst < 1e-4  # relative to the largest joint velocity
-    assert same_iterations >= 23  # round-off may move one iteration on a step's convergence boundary
+    # round-off may move a step's stop by one iteration where it is decided at the float32 floor (a flat cost
+    # and a residual no longer falling fast: line_search.COST_FLAT, sap.FLOOR_PROGRESS)
+    assert iteration_gap <= 1 and same_iterations >= 20
 
 
 def test_block_worlds_take_the_tree_ldlt_while_their_contacts_stay_on_single_trees(gpu_paths):
