@@ -211,9 +211,10 @@ def world_pcg(
 ):
     """One thread per active PCG world: preconditioned CG on ``H Δv = −∇ℓ`` until
     ``‖r‖ ≤ η ‖∇ℓ‖`` or ``max_iterations``, with η in ``[CG_TIGHTEST_TOLERANCE, loosest_tolerance]``
-    recorded in ``world_forcing_out``; the whole loop in one launch. ``world_norms`` are the
-    squared scaled norms of :func:`gradient` (they set the forcing term η). The world's rows with
-    curvature (``G ≠ 0``) are listed once in ``curved_rows`` (its slots ``[begin, end)``) for the
+    recorded in ``world_forcing_out`` (the relative residual reached instead, if CG stopped short of it: the
+    line search's float32 stall tests take only precise directions); the whole loop in one launch.
+    ``world_norms`` are the squared scaled norms of :func:`gradient` (they set the forcing term η). The world's
+    rows with curvature (``G ≠ 0``) are listed once in ``curved_rows`` (its slots ``[begin, end)``) for the
     Hessian products: in a pile most rows are separated contacts inside the detection gap."""
     w = wp.tid()
     if world_uses_pcg[w] == 0 or world_active[w] == 0:
@@ -243,6 +244,7 @@ def world_pcg(
         p[i] = z[i]
         rz += r[i] * z[i]
     iterations = int(0)
+    r2 = b2
     for _k in range(max_iterations):
         apply_hessian(s, n, begin, curved_end, dof_parent, dof_depth, dof_row_start, A_rows, curved_rows, c_G,
                       c_nnz, c_dof, c_J, p, Hp)  # fmt: skip
@@ -269,3 +271,5 @@ def world_pcg(
         for i in range(s, s + n):
             p[i] = z[i] + beta * p[i]
     world_cg_iterations[w] = world_cg_iterations[w] + iterations
+    if r2 > eta * eta * b2:  # stopped short of η (max_iterations, or pᵀHp ≤ 0): record what it reached
+        world_forcing_out[w] = wp.sqrt(r2 / b2)

@@ -273,19 +273,25 @@ def cg_next_worlds(
     any_iterating: wp.array(dtype=wp.int32),
 ):
     """Per iterating world: stop where ``pᵀHp ≤ 0`` (no step taken), at ``‖r‖ ≤ η ‖b‖`` or after
-    ``max_iterations`` steps; otherwise ``β = rᵀz_new / rᵀz``, the new ``rᵀz`` kept and the other
-    per-iteration sums cleared, and the loop goes on."""
+    ``max_iterations`` steps (the last two: ``world_forcing`` then holds the relative residual reached, 1 if
+    unknown; the line search's float32 stall tests take only precise directions); otherwise
+    ``β = rᵀz_new / rᵀz``, the new ``rᵀz`` kept and the other per-iteration sums cleared, and the loop goes on."""
     w = wp.tid()
     if cg_active[w] == 0:
         return
     if cg_sums[w, 2] <= 0.0:
         cg_active[w] = 0
+        world_forcing[w] = 1.0  # stopped short of η, how far unknown: not a precise direction
         return
     steps = cg_steps[w] + 1
     cg_steps[w] = steps
     eta = world_forcing[w]
-    if cg_sums[w, 3] <= eta * eta * cg_sums[w, 0] or steps >= max_iterations:
+    if cg_sums[w, 3] <= eta * eta * cg_sums[w, 0]:
         cg_active[w] = 0
+        return
+    if steps >= max_iterations:  # stopped short of η: the relative residual it reached
+        cg_active[w] = 0
+        world_forcing[w] = wp.sqrt(cg_sums[w, 3] / cg_sums[w, 0])
         return
     cg_beta[w] = cg_sums[w, 4] / cg_sums[w, 1]
     cg_sums[w, 1] = cg_sums[w, 4]

@@ -917,6 +917,8 @@ class SapSolver:
             if parallel
             else None
         )
+        # CG iterations per direction: as many as the largest world's dofs (exact arithmetic would be done by then)
+        self.cg_max_iterations = max(int(np.diff(topology.world_dof_start).max()), 1) if topology.world_count else 1
         # tree-block sparse Cholesky (block_cholesky.py): factor storage and per-world scratch
         self.uses_block_cholesky = topology.world_block_size > 0
         # the CPU solves the worlds one after another in one pool (block_cholesky.world_block_cholesky)
@@ -937,7 +939,8 @@ class SapSolver:
         int_names = ("world_active", "world_iterations", "world_converged", "world_cost_stalled", "world_cg_iterations")
         for name in (*int_names, "world_predicted", "world_plain_newton"):
             setattr(self, name, zeros(nw, wp.int32))
-        # world_forcing: CG's forcing term η of the last Newton direction (0 in dense worlds: exact directions);
+        # world_forcing: CG's forcing term η of the last Newton direction (0 in dense worlds: exact directions; the
+        # relative residual CG reached when it stopped short of η);
         # world_model_forcing: the same of the stiction-model directions (not needed after the solve)
         for name in ("world_residual", "world_cost", "world_alpha", "world_slope", "world_forcing",
                      "world_model_forcing"):  # fmt: skip
@@ -1602,7 +1605,7 @@ class SapSolver:
                 inputs=[T.dense_buckets[n], T.tree_world, T.world_uses_pcg, active], outputs=[view],
                 block_dim=64 if dev.is_cpu else 128, device=dev,
             )  # fmt: skip
-        max_iterations = max(int(np.diff(topo.world_dof_start).max()), 1)
+        max_iterations = self.cg_max_iterations
         if self.parallel_cg is not None:
             rows = (self.slots_per_thread, self.slot_threads, self.used_count, self.used_slots, self.c_world, G,
                     self.c_nnz, self.c_dof, self.c_J, self.curved_rows)  # fmt: skip

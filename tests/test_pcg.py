@@ -74,3 +74,19 @@ def test_device_defaults_of_the_large_world_solvers(gpu_paths):
     o = newton_sap.SolverSAP(box_on_ground(), block_cholesky_max_dofs=100, pcg_threads="dof",
                              park_distant_contacts=not gpu_paths).options  # fmt: skip
     assert (o.block_cholesky_max_dofs, o.pcg_threads, o.park_distant_contacts) == (100, "dof", not gpu_paths)
+
+
+@pytest.mark.parametrize("layout", ["world", "dof"])
+def test_cg_stopped_short_of_its_forcing_term_records_the_residual_it_reached(layout):
+    """CG capped at one iteration per direction (Jacobi-preconditioned, a sliding 5-box stack): the direction's
+    recorded forcing term is the relative residual CG reached, above any η it aimed at, so the line search's
+    float32 stall tests (``PRECISE_FORCING``) do not take it for a precise Newton direction; η was recorded
+    before, whatever CG reached."""
+    from newton_sap.pcg import CG_LOOSEST_TOLERANCE
+
+    run = Run(box_on_ground(boxes=5, mu=0.5), qd0=[0.3, 0, 0, 0, 0, 0.5] * 5, dense_world_max_dofs=0,
+              block_cholesky_max_dofs=0, dense_max_dofs=0, pcg_threads=layout, max_iterations=5)  # fmt: skip
+    run.solver._sap.cg_max_iterations = 1
+    run.step(0.01)
+    assert run.iterations[-1][0] == 5 and run.cg_iterations[-1][0] > 0
+    assert run.solver._sap.world_forcing.numpy()[0] > CG_LOOSEST_TOLERANCE
