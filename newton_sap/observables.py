@@ -27,9 +27,9 @@ conventions.
   is the residual of the body's balance, zero up to round-off and armature; a kinematic body's FREE joint
   transmits what holds it to its prescribed motion. A body welded to the world (a
   chain of FIXED joints: the solver's static bodies) receives what holds it and all that hangs on it: its
-  weight, ``body_f`` and contacts, plus the wrenches its children's joints transmit to it (gravity of world 0
-  for a global body). Models with loop-closing joints do not offer it (their loop wrenches act on bodies that
-  the tree joints would otherwise be charged with).
+  weight, ``body_f`` and contacts, plus the wrenches its children's joints transmit to it (a global body's weight
+  from Newton's global gravity, the last entry of ``Model.gravity``). Models with loop-closing joints do not
+  offer it (their loop wrenches act on bodies that the tree joints would otherwise be charged with).
 
 The contact-indexed arrays are written in full (zero where no contact acts), so a buffer sum is a total.
 """
@@ -194,10 +194,15 @@ def static_body_wrenches(
     body_wrench_out: wp.array(dtype=wp.spatial_vector),
 ):
     """Per static body (welded to the world, at rest), what holds it against its own loads, about the origin:
-    ``−(m g + f_ext)`` at its COM c and ``−τ_ext`` (``body_f = [f_ext; τ_ext]``, Newton's layout)."""
+    ``−(m g + f_ext)`` at its COM c and ``−τ_ext`` (``body_f = [f_ext; τ_ext]``, Newton's layout). ``body_world`` is
+    Newton's (-1: global), and a global body's g the last of ``gravity`` (Newton's global gravity after the
+    worlds' own, or the one entry of a model without explicit worlds)."""
     b = static_bodies[wp.tid()]
     c = wp.transform_point(body_q[b], body_com[b])
-    f = -(body_mass[b] * gravity[wp.max(body_world[b], 0)] + wp.spatial_top(body_f[b]))
+    world = body_world[b]
+    if world < 0:
+        world = gravity.shape[0] - 1
+    f = -(body_mass[b] * gravity[world] + wp.spatial_top(body_f[b]))
     body_wrench_out[b] = wp.spatial_vector(wp.cross(c, f) - wp.spatial_bottom(body_f[b]), f)
 
 

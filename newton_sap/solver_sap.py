@@ -395,7 +395,7 @@ class SolverSAP(newton.solvers.SolverBase):
             wp.launch(
                 static_body_wrenches,
                 dim=self._static_bodies.shape[0],
-                inputs=[self._static_bodies, T.body_world, model.body_mass, model.body_com, model.gravity,
+                inputs=[self._static_bodies, model.body_world, model.body_mass, model.body_com, model.gravity,
                         self._body_q, body_f if body_f is not None else self._zero_body_f],
                 outputs=[self._subtree_wrench],
                 device=model.device,

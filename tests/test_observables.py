@@ -338,3 +338,34 @@ def test_welded_table_carries_a_box_resting_on_it():
     parent_f = run.observables.body_parent_f.numpy()[table]
     np.testing.assert_allclose(parent_f[:3], force, atol=2e-3 * force[2])
     np.testing.assert_allclose(parent_f[3:], moment, atol=2e-3 * force[2] * 0.2)
+
+
+def test_global_welded_body_weighs_by_the_global_gravity():
+    """Newton's ``Model.gravity`` holds each explicit world's gravity, then the global world's (-1): a 5 kg post
+    welded to the world in the global world (gravity 20 m/s²) is held by 100 N, pendulums hanging at rest in
+    worlds of 9.81 and 3 m/s² by 2 kg times theirs (the post was charged world 0's gravity, 49.05 N)."""
+
+    def pendulum(g):
+        b = newton.ModelBuilder(gravity=(0.0, 0.0, -g))
+        link = b.add_link(mass=2.0, com=wp.vec3(0.0, 0.0, -0.5), inertia=wp.mat33(np.eye(3) * 0.01))
+        b.add_articulation(
+            [
+                b.add_joint_revolute(
+                    -1, link, axis=(0.0, 1.0, 0.0), parent_xform=wp.transform((0.0, 0.0, 2.0), wp.quat_identity())
+                )
+            ]
+        )
+        return b  # fmt: skip
+
+    scene = newton.ModelBuilder(gravity=(0.0, 0.0, -20.0))
+    post = scene.add_link(mass=5.0, inertia=wp.mat33(np.eye(3) * 0.1))
+    at = wp.transform((3.0, 0.0, 0.0), wp.quat_identity())
+    scene.add_articulation([scene.add_joint_fixed(-1, post, parent_xform=at)])
+    scene.add_world(pendulum(9.81))
+    scene.add_world(pendulum(3.0))
+    model = scene.finalize()
+    assert model.body_world.numpy()[post] == -1
+    run = Run(model, observe={KINDS.BODY_PARENT_F})
+    run.step(DT)
+    parent_f = run.observables.body_parent_f.numpy()
+    np.testing.assert_allclose(parent_f[:, :3], [[0, 0, 100.0], [0, 0, 19.62], [0, 0, 6.0]], atol=1e-3)
