@@ -206,7 +206,12 @@ def forward_kinematics(
         p_M = wp.transform_get_translation(X_WM)
         p_P = wp.transform_get_translation(X_WP)
         c_off = wp.transform_vector(X_WC, body_com[child])  # COM − origin, world
-        r_F = wp.transform_vector(wp.transform_inverse(X_WF), p_C + c_off - p_M)  # COM − M, in F
+        r_F = wp.vec3(0.0)  # a FREE (DISTANCE) joint's COM − M, in F
+        if jtype == JOINT_FREE or jtype == JOINT_DISTANCE:
+            # from the joint's own rotation, as the position update forms it (integration): at rest r0 − q1 r_M there
+            # is exactly 0, and world positions far from the origin cancel no digits
+            r_M = wp.transform_point(wp.transform_inverse(joint_X_c[j]), body_com[child])
+            r_F = wp.quat_rotate(wp.transform_get_rotation(X_j), r_M)
 
         V_parent = twist_shift(V_P, p_C - p_P)
         A = twist_shift(A_P, p_C - p_P)

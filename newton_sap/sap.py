@@ -15,7 +15,8 @@ Each Newton iteration (all worlds at once; a converged world stops):
 1. ``constraint_eval``: ``v_c = J v`` (``v_c + α Δv_c`` for rows without impulse along the last line-search
    segment), ``γ, G, ℓ_c``; accumulate ``Jᵀγ``.
 2. ``gradient`` and ``check_convergence``: ``‖D ∇ℓ‖ ≤ ε_a + ε_r max(‖D A v‖, ‖D Jᵀγ‖)`` with
-   ``D = diag(A)^-½``, or the cost criterion of the last line search.
+   ``D = diag(A)^-½``, or the float32 floor: the last line search found no descent or no move, or a flat cost
+   while the residual no longer falls fourfold (``FLOOR_PROGRESS``).
 3. ``hessian_assembly`` (worlds still iterating): ``H = A + Jᵀ G J``; ``Δv = −H⁻¹ ∇ℓ`` by a dense tile
    Cholesky per world size, by the tree-block sparse Cholesky in larger worlds (``block_cholesky.py``,
    up to ``block_cholesky_max_dofs``), or by block-preconditioned CG above (``pcg.py``, or ``pcg_parallel.py``

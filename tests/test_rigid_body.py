@@ -98,6 +98,31 @@ def test_tumbling_body_with_an_offset_com_keeps_its_linear_momentum():
     assert np.linalg.norm(final.joint_qd.numpy()[:3]) < 1e-4
 
 
+def test_free_body_at_rest_far_from_the_origin_stays_exactly_put():
+    """A body at rest 1.3 km from the origin on a FREE joint with a rotated parent frame and an offset, rotated
+    child frame: 1000 steps leave its coordinates bit for bit as they were. FK's COM offset formed from world
+    positions rounded differently from the position update's ``q r_M``, and the difference moved it every step
+    (0.18 m over 2000 steps of a helper's variant; 3.8e-3 m at 100 m)."""
+    b = newton.ModelBuilder(gravity=(0.0, 0.0, 0.0))
+    link = b.add_link(mass=1.3, com=wp.vec3(0.5, -0.3, 0.2), inertia=wp.mat33(*np.diag([0.31, 0.22, 0.17]).ravel()))
+    b.add_articulation(
+        [
+            b.add_joint_free(
+                link,
+                parent_xform=wp.transform((0, 0, 0), wp.quat_rpy(0.3, 0.2, -0.5)),
+                child_xform=wp.transform((0.05, -0.1, 0.07), wp.quat_rpy(0.4, -0.7, 1.1)),
+            )
+        ]
+    )
+    model = b.finalize()  # fmt: skip
+    q0 = model.joint_q.numpy()
+    q0[:3] = (1000.0, -700.0, 300.0)
+    q0[3:] = np.array(wp.quat_rpy(0.2, 0.9, -0.4))
+    model.joint_q.assign(q0)
+    final, _ = simulate(model, np.zeros(6), dt=0.01, steps=1000)
+    assert np.array_equal(final.joint_q.numpy()[:3], q0[:3]) and not final.joint_qd.numpy().any()
+
+
 def test_free_body_at_rest_with_a_non_unit_quaternion_stays_put():
     """``joint_q`` with a quaternion of norm 1.1 (unnormalized input) and a COM 0.3 m off the body origin:
     FK reads the normalized rotation, so must the position update; the body at rest stays where it is
