@@ -163,6 +163,16 @@ def limit_compliance_and_time(
     return R, tau_d
 
 
+@wp.func
+def limit_side(side: int, q0: float, lower: float, upper: float):
+    """Side 0 (lower) or 1 (upper) of a dof's limit at ``q0``: the sign of its row ``±e_i``, its gap ``g0``
+    (``q0 − lower``, ``upper − q0``) and whether that side is set (not ±``NO_LIMIT``). Its slot is
+    ``base + (1 + side)·n + i``."""
+    if side == 0:
+        return float(1.0), q0 - lower, lower > -NO_LIMIT
+    return float(-1.0), upper - q0, upper < NO_LIMIT
+
+
 @wp.kernel
 def joint_constraint_rows(
     # model
@@ -234,14 +244,12 @@ def joint_constraint_rows(
         limit_stiffness, limit_dissipation_time, joint_limit_ke[p], joint_limit_kd[p], dt, w_est
     )
     reach = 2.0 * dt * wp.max(wp.abs(v0[i]), wp.abs(v0[i] + dt * tau[i] * w_est))
-    lower = joint_limit_lower[p]
-    upper = joint_limit_upper[p]
-    if lower > -NO_LIMIT and q0 - lower <= reach:
-        write_row(base + n + i, w, JOINT_LIMIT, i, 1.0, R_lim, unilateral_bias_velocity(q0 - lower, dt, tau_d), 0.0,
-                  c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_dof, c_J, v0, c_vc)  # fmt: skip
-    if upper < NO_LIMIT and upper - q0 <= reach:
-        write_row(base + 2 * n + i, w, JOINT_LIMIT, i, -1.0, R_lim, unilateral_bias_velocity(upper - q0, dt, tau_d),
-                  0.0, c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_dof, c_J, v0, c_vc)  # fmt: skip
+    for side in range(2):
+        sign, g0, limited = limit_side(side, q0, joint_limit_lower[p], joint_limit_upper[p])
+        if limited and g0 <= reach:
+            v_hat = unilateral_bias_velocity(g0, dt, tau_d)
+            write_row(base + (1 + side) * n + i, w, JOINT_LIMIT, i, sign, R_lim, v_hat, 0.0,
+                      c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_dof, c_J, v0, c_vc)  # fmt: skip
     f_c = joint_friction[p]
     if f_c > 0.0:
         write_row(base + 3 * n + i, w, JOINT_FRICTION, i, 1.0, friction_regularization * w_est, 0.0, dt * f_c,
@@ -321,14 +329,8 @@ def check_left_out_limits(
     n = dof_public.shape[0]
     for side in range(2):
         slot = base + (1 + side) * n + i
-        sign = float(1.0)
-        g0 = joint_q[c] - joint_limit_lower[p]
-        finite = joint_limit_lower[p] > -NO_LIMIT
-        if side == 1:
-            sign = -1.0
-            g0 = joint_limit_upper[p] - joint_q[c]
-            finite = joint_limit_upper[p] < NO_LIMIT
-        if finite and c_world[slot] < 0 and sign * v[i] < -g0 / dt:
+        sign, g0, limited = limit_side(side, joint_q[c], joint_limit_lower[p], joint_limit_upper[p])
+        if limited and c_world[slot] < 0 and sign * v[i] < -g0 / dt:
             R, tau_d = limit_compliance_and_time(
                 limit_stiffness, limit_dissipation_time, joint_limit_ke[p], joint_limit_kd[p], dt, A_inv_diag[i]
             )

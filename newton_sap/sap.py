@@ -1090,12 +1090,11 @@ class SapSolver:
         if n_joint:
             limit_k = o.joint_limit_stiffness if o.joint_limit_stiffness is not None else -1.0
             joint_act = control.joint_act if control.joint_act is not None else self.zero_dof
-            self._limit_check_args = {
-                "inputs": [T.dof_public, T.dof_coord, T.dof_world, T.dof_body, model.body_flags,
-                           model.joint_limit_lower, model.joint_limit_upper, model.joint_limit_ke, model.joint_limit_kd,
-                           limit_k, o.joint_limit_dissipation_time, n_contacts, dt, int(o.momentum_mode),
-                           state.joint_q, A_inv_diag],
-            }  # fmt: skip
+            self._limit_check_inputs = [
+                T.dof_public, T.dof_coord, T.dof_world, T.dof_body, model.body_flags, model.joint_limit_lower,
+                model.joint_limit_upper, model.joint_limit_ke, model.joint_limit_kd, limit_k,
+                o.joint_limit_dissipation_time, n_contacts, dt, int(o.momentum_mode), state.joint_q, A_inv_diag,
+            ]  # fmt: skip
             wp.launch(
                 joint_constraint_rows,
                 dim=self.topo.dof_count,
@@ -1260,11 +1259,11 @@ class SapSolver:
         if self.parking:
             self._check_parked_contacts()
         if self.joint_rows:
-            a = self._limit_check_args
             wp.launch(
                 check_left_out_limits,
                 dim=self.topo.dof_count,
-                inputs=[*a["inputs"], self.v, self.world_iterations, self.world_constraint_count, self.world_residual],
+                inputs=[*self._limit_check_inputs, self.v, self.world_iterations, self.world_constraint_count,
+                        self.world_residual],
                 outputs=[self.c_world, self.c_kind, self.c_R, self.c_vhat, self.c_param, self.c_nnz, self.c_dof,
                          self.c_J, self.c_vc, self.world_retry, self.any_retry],
                 device=self.device,
