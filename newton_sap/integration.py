@@ -62,7 +62,6 @@ def integrate_joints(
     joint_qd_in: wp.array(dtype=float),
     internal_v0_in: wp.array(dtype=float),
     internal_v_in: wp.array(dtype=float),
-    body_free_com_offset: wp.array(dtype=wp.vec3),
     # outputs
     joint_q_out: wp.array(dtype=float),
     joint_qd_out: wp.array(dtype=float),
@@ -99,9 +98,9 @@ def integrate_joints(
         w = wp.vec3(internal_v_in[d0], internal_v_in[d0 + 1], internal_v_in[d0 + 2])
         q1 = rotate_quat(q, w, dt)
         r_M = wp.transform_point(wp.transform_inverse(joint_X_c[j]), body_com[joint_child[j]])  # COM in M
-        # COM − M in F at q0, the float32 value FK converted the public velocity with (kinematics): another
-        # evaluation of the same r differs by round-off, which the conversion back would add to v_com every step
-        r0 = body_free_com_offset[joint_child[j]]
+        # COM − M in F at q0, bit for bit FK's r (kinematics forms it by the same expression): with another
+        # evaluation of r the conversion back would add the round-off difference to v_com every step
+        r0 = wp.quat_rotate(q, r_M)
         w0 = wp.vec3(internal_v0_in[d0], internal_v0_in[d0 + 1], internal_v0_in[d0 + 2])
         v_m = wp.vec3(internal_v_in[d0 + 3], internal_v_in[d0 + 4], internal_v_in[d0 + 5])
         v_com = free_com_velocity_after_step(v_m, w, w0, r0, dt)

@@ -156,16 +156,14 @@ def forward_kinematics(
     dof_S_out: wp.array(dtype=wp.spatial_vector),
     internal_v_out: wp.array(dtype=float),
     body_free_centripetal_out: wp.array(dtype=wp.vec3),
-    body_free_com_offset_out: wp.array(dtype=wp.vec3),
     public_body_q_out: wp.array(dtype=wp.transform),
     public_body_qd_out: wp.array(dtype=wp.spatial_vector),
 ):
     """Branch FK (see module doc) from Newton's ``joint_q`` and ``joint_qd`` (public). Writes poses,
     twists, bias accelerations, S, the internal velocities ``internal_v_out`` [rad/s, m/s], the FREE joints'
-    centripetal terms ``body_free_centripetal_out`` [m/s²] (below), for the child of each FREE/DISTANCE joint its
-    COM − M in F, ``body_free_com_offset_out`` [m] (the ``r`` that converts its public velocity to the internal one
-    here: the position update converts back with the same float32 value, so the round trip adds no velocity), and,
-    if ``write_public = 1``, Newton's ``body_q`` and ``body_qd`` (public) too.
+    centripetal terms ``body_free_centripetal_out`` [m/s²] (below) and, if ``write_public = 1``, Newton's
+    ``body_q`` and ``body_qd`` (public) too. A FREE joint's public velocity is converted with its COM − M in F formed
+    as the position update forms it (``integration``), so the round trip adds no velocity.
 
     ``body_free_centripetal_out[b] = Σ R_WF (ω × (ω × r))`` over the FREE/DISTANCE joints on b's chain (ω the
     joint's angular velocity, r its child's COM − M, both in F; kinematic bodies' joints left out). The position
@@ -208,8 +206,8 @@ def forward_kinematics(
         c_off = wp.transform_vector(X_WC, body_com[child])  # COM − origin, world
         r_F = wp.vec3(0.0)  # a FREE (DISTANCE) joint's COM − M, in F
         if jtype == JOINT_FREE or jtype == JOINT_DISTANCE:
-            # from the joint's own rotation, as the position update forms it (integration): at rest r0 − q1 r_M there
-            # is exactly 0, and world positions far from the origin cancel no digits
+            # from the joint's own rotation, bit for bit as the position update forms it (integration): at rest
+            # r0 − q1 r_M there is exactly 0, and world positions far from the origin cancel no digits
             r_M = wp.transform_point(wp.transform_inverse(joint_X_c[j]), body_com[child])
             r_F = wp.quat_rotate(wp.transform_get_rotation(X_j), r_M)
 
@@ -221,7 +219,6 @@ def forward_kinematics(
             v_pub = wp.vec3(public_qd_in[qd0], public_qd_in[qd0 + 1], public_qd_in[qd0 + 2])
             w_pub = wp.vec3(public_qd_in[qd0 + 3], public_qd_in[qd0 + 4], public_qd_in[qd0 + 5])
             v_m = free_velocity_public_to_internal(v_pub, w_pub, r_F)
-            body_free_com_offset_out[child] = r_F
             for k in range(3):
                 internal_v_out[d0 + k] = w_pub[k]
                 internal_v_out[d0 + 3 + k] = v_m[k]

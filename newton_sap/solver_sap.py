@@ -163,7 +163,6 @@ class SolverSAP(newton.solvers.SolverBase):
         self._tau = zeros(ndof)
         self._A_inv_diag = zeros(ndof)  # 1/A_ii
         self._body_free_centripetal = zeros(nb, wp.vec3)  # FK's, for the rows (jacobian.offset_velocity)
-        self._body_free_com_offset = zeros(nb, wp.vec3)  # FK's r of each FREE joint's child, for _integrate
         self._v_star = zeros(ndof)
         self._rows = zeros(max(topo.sparse_nnz, 1))
         self._factor = zeros(max(topo.sparse_nnz, 1))
@@ -576,7 +575,7 @@ class SolverSAP(newton.solvers.SolverBase):
             ],
             outputs=[
                 self._body_q, self._body_twist, self._body_bias_acc, self._dof_S, self._v0, self._body_free_centripetal,
-                self._body_free_com_offset, state_out.body_q if state_out is not None else self._body_q,
+                state_out.body_q if state_out is not None else self._body_q,
                 state_out.body_qd if state_out is not None else self._scratch_body_qd,
             ],
             device=model.device,
@@ -639,7 +638,6 @@ class SolverSAP(newton.solvers.SolverBase):
                     model.joint_type, model.joint_q_start, model.joint_qd_start, model.joint_dof_dim,
                     self._topo.joint_dof_internal_start, self._topo.joint_in_tree, model.joint_child, model.joint_X_c,
                     model.body_com, model.body_flags, dt, state_in.joint_q, state_in.joint_qd, self._v0, v,
-                    self._body_free_com_offset,
                 ],
                 outputs=[state_out.joint_q, state_out.joint_qd],
                 device=model.device,
