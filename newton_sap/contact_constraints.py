@@ -324,9 +324,9 @@ def contact_rows(
                 continue
 
         # Jacobian entries along both chains, and the Delassus estimate from diag(A)
-        e, vc_walk, vc_kinematic, w_norm = chain_rows(c, d1, d0, R_CW, p, 0, tree_ref, dof_tree, dof_parent,
-                                                      dof_S_tree, dof_body, body_flags, A_inv_diag, v0, c_dof_out,
-                                                      c_J_out)  # fmt: skip
+        e, vc_walk, vc_kinematic, w_norm, _scale = chain_rows(c, d1, d0, R_CW, p, 0, tree_ref, dof_tree, dof_parent,
+                                                              dof_S_tree, dof_body, body_flags, A_inv_diag, v0,
+                                                              c_dof_out, c_J_out)  # fmt: skip
         # a kinematic body moves like an obstacle (kinematic_bodies); the position update's velocity beyond J v
         u = offset_velocity(b1, body_free_centripetal, dt) - offset_velocity(b0, body_free_centripetal, dt)
         vc_known = vc_kinematic + R_CW * u

@@ -95,7 +95,10 @@ def chain_rows(
     the entries are at hand), the velocity ``J_k v_k`` summed over the kinematic bodies' dofs, which get no
     entry (``kinematic_bodies``: the caller subtracts it from the rows' bias velocity), and ``‖W‖_F`` of
     ``W = Σ_k J_k J_kᵀ / A_kk`` over the entries (symmetric: its diagonal and upper entries are summed; 0 when
-    no dof moves the rows): the Delassus estimate of SAP.md §4 is ``w = ‖W‖_F / (rows in use)``.
+    no dof moves the rows): the Delassus estimate of SAP.md §4 is ``w = ‖W‖_F / (rows in use)``; and the same
+    sum's scale for unit rows along each dof's own motion, ``Σ_k ‖m_k‖² / A_kk`` (``m_k`` the point velocity or
+    ω of dof k), an upper bound of ``‖W‖_F`` for orthonormal rows, which tells rows that no dof moves apart from
+    rows that are merely light or heavy.
     ``dof_S_tree`` holds the motion columns about each tree's point ``tree_ref`` (``S̄_k = [ω_k; v̄_k]``), so
     the point velocity is ``v̄_k + ω_k × (p − r)``: one lever arm per walk, no body pose per dof."""
     W_diag = wp.vec3(0.0)
@@ -104,6 +107,7 @@ def chain_rows(
     e = int(0)
     v_c = wp.vec3(0.0)
     v_kinematic = wp.vec3(0.0)
+    scale = float(0.0)
     for side in range(2):
         k = d_child
         sign = float(1.0)
@@ -129,9 +133,10 @@ def chain_rows(
             Jk_scaled = Jk * A_inv_diag[k]
             W_diag += wp.cw_mul(Jk, Jk_scaled)
             W_upper += wp.vec3(Jk[0] * Jk_scaled[1], Jk[0] * Jk_scaled[2], Jk[1] * Jk_scaled[2])
+            scale += wp.dot(motion, motion) * A_inv_diag[k]
             e += 1
             k = dof_parent[k]
-    return e, v_c, v_kinematic, wp.sqrt(wp.dot(W_diag, W_diag) + 2.0 * wp.dot(W_upper, W_upper))
+    return e, v_c, v_kinematic, wp.sqrt(wp.dot(W_diag, W_diag) + 2.0 * wp.dot(W_upper, W_upper)), scale
 
 
 @wp.func

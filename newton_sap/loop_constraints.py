@@ -10,8 +10,8 @@ A loop joint pins frame F on the parent (``X_WP · joint_X_p``) to frame M on th
   the hinge axis, violation ``u_k·(a_F × a_M)`` (axes in world; the third row is unused); BALL: none.
 
 Rows are rigid (near-rigid rule, β = 0.1, τ = Δt: ``bilateral.py``) with ``w = ‖Σ J_k J_kᵀ / A_kk‖_F / n``
-per slot of n rows in use (3; 2 for the revolute's orientation); a slot no dof can move (w ≈ 0) stays
-inactive.
+per slot of n rows in use (3; 2 for the revolute's orientation); a slot no dof can move stays inactive
+(``DEGENERATE_RATIO``).
 """
 
 import warp as wp
@@ -23,9 +23,13 @@ from .topology import JOINT_FIXED, JOINT_REVOLUTE
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
-DEGENERATE_W = 1.0e-12
-"""[kg⁻¹] A slot whose Delassus estimate is below this has (numerically) zero Jacobian rows: the
-mechanism already satisfies it structurally, so it stays inactive rather than divide by w = 0."""
+DEGENERATE_RATIO = 1.0e-8
+"""A slot with ``‖W‖_F ≤ this · Σ_k ‖m_k‖² / A_kk`` (``jacobian.chain_rows``: its rows against unit rows along
+the dofs' own motions) has Jacobian rows of round-off size, within about 1e-4 rad of normal to every motion of the
+chain: the mechanism satisfies it structurally (the tilt rows of a planar linkage's hinge closure), so it stays
+inactive. Enforced, such rows would get a near-rigid compliance R ∝ w of round-off size and turn their round-off
+violations into impulses of about ``violation / (Δt |J| R)``: a tumbling planar four-bar closed by a hinge gained
+4× its kinetic energy in 2 s (an absolute cut at w = 1e-12 kg⁻¹ let its 1.5e-7 rows through, R = 8e-16)."""
 
 
 @wp.func
@@ -47,7 +51,8 @@ def write_slot(
     nnz: int,
     v_c0: wp.vec3,
     v_known: wp.vec3,
-    w: float,
+    w_norm: float,
+    scale: float,
     g0: wp.vec3,
     used: wp.vec3,
     dt: float,
@@ -60,12 +65,14 @@ def write_slot(
     c_vc: wp.array(dtype=wp.vec3),
 ):
     """Fill the parameters of loop-closure ``slot`` (its Jacobian entries are written already): rigid
-    bilateral rows with violation ``g0``, Delassus estimate ``w`` and velocity ``v_c0 = J v0`` at the step's
+    bilateral rows with violation ``g0``, Delassus estimate ``w = ‖W‖_F / (rows in use)`` from ``w_norm`` and
+    ``scale`` of :func:`jacobian.chain_rows` (inactive if degenerate) and velocity ``v_c0 = J v0`` at the step's
     start; the bias velocity less ``v_known``, the rows' velocity that is no unknown (kinematic bodies:
     ``jacobian.chain_rows``; the position update's velocity beyond ``J v``: ``jacobian.offset_velocity``);
     ``used`` masks the rows in play."""
-    if w < DEGENERATE_W:
+    if w_norm <= DEGENERATE_RATIO * scale:
         return  # no dof moves these rows (e.g. the tilt rows of a planar linkage): nothing to constrain
+    w = w_norm / (used[0] + used[1] + used[2])
     R, v0 = bilateral_parameters(g0[0], w, dt)
     R1, v1 = bilateral_parameters(g0[1], w, dt)
     R2, v2 = bilateral_parameters(g0[2], w, dt)
@@ -147,22 +154,22 @@ def loop_rows(
     p_M = wp.transform_get_translation(X_WM)
     p = 0.5 * (p_F + p_M)
     eye = wp.identity(n=3, dtype=float)
-    nnz, v_c0, v_kinematic, w_norm = chain_rows(slot, d_child, d_parent, eye, p, 0, tree_ref, dof_tree, dof_parent,
-                                                dof_S_tree, dof_body, body_flags, A_inv_diag, v0, c_dof,
-                                                c_J)  # fmt: skip
+    nnz, v_c0, v_kinematic, w_norm, scale = chain_rows(slot, d_child, d_parent, eye, p, 0, tree_ref, dof_tree,
+                                                       dof_parent, dof_S_tree, dof_body, body_flags, A_inv_diag, v0,
+                                                       c_dof, c_J)  # fmt: skip
     # the point rows also move at the position update's velocity beyond J v (a translation: none on the angular rows)
     v_known = (
         v_kinematic + offset_velocity(C, body_free_centripetal, dt) - offset_velocity(P, body_free_centripetal, dt)
     )
-    write_slot(slot, world, nnz, v_c0, v_known, w_norm / 3.0, p_M - p_F, wp.vec3(1.0), dt,
+    write_slot(slot, world, nnz, v_c0, v_known, w_norm, scale, p_M - p_F, wp.vec3(1.0), dt,
                c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_vc)  # fmt: skip
     jtype = joint_type[j]
     if jtype == JOINT_FIXED:
         q_err = wp.transform_get_rotation(X_WM) * wp.quat_inverse(wp.transform_get_rotation(X_WF))
-        nnz, v_c0, v_known, w_norm = chain_rows(slot + 1, d_child, d_parent, eye, p, 1, tree_ref, dof_tree,
+        nnz, v_c0, v_known, w_norm, scale = chain_rows(slot + 1, d_child, d_parent, eye, p, 1, tree_ref, dof_tree,
                                                 dof_parent, dof_S_tree, dof_body, body_flags, A_inv_diag, v0,
                                                 c_dof, c_J)  # fmt: skip
-        write_slot(slot + 1, world, nnz, v_c0, v_known, w_norm / 3.0, rotation_vector(q_err), wp.vec3(1.0), dt,
+        write_slot(slot + 1, world, nnz, v_c0, v_known, w_norm, scale, rotation_vector(q_err), wp.vec3(1.0), dt,
                    c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_vc)  # fmt: skip
     elif jtype == JOINT_REVOLUTE:
         axis = joint_axis[joint_qd_start[j]]
@@ -172,10 +179,10 @@ def loop_rows(
         u1 = wp.vec3(frame[0, 0], frame[1, 0], frame[2, 0])
         u2 = wp.vec3(frame[0, 1], frame[1, 1], frame[2, 1])
         rows = wp.matrix_from_rows(u1, u2, wp.vec3(0.0))
-        nnz, v_c0, v_known, w_norm = chain_rows(slot + 1, d_child, d_parent, rows, p, 1, tree_ref, dof_tree,
+        nnz, v_c0, v_known, w_norm, scale = chain_rows(slot + 1, d_child, d_parent, rows, p, 1, tree_ref, dof_tree,
                                                 dof_parent, dof_S_tree, dof_body, body_flags, A_inv_diag, v0,
                                                 c_dof, c_J)  # fmt: skip
         tilt = wp.cross(a_F, a_M)
         violation = wp.vec3(wp.dot(u1, tilt), wp.dot(u2, tilt), 0.0)
-        write_slot(slot + 1, world, nnz, v_c0, v_known, w_norm / 2.0, violation, wp.vec3(1.0, 1.0, 0.0), dt,
+        write_slot(slot + 1, world, nnz, v_c0, v_known, w_norm, scale, violation, wp.vec3(1.0, 1.0, 0.0), dt,
                    c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_vc)  # fmt: skip
