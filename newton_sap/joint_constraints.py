@@ -32,21 +32,27 @@ MIMIC_JOINT_TYPES = {int(newton.JointType.REVOLUTE), int(newton.JointType.PRISMA
 
 def mimic_couplings(model: newton.Model) -> list[tuple[int, int, float, float]]:
     """Every active mimic coupling of ``model`` as ``(follower joint, leader joint, offset, multiplier)``:
-    Newton's per-joint ``joint_mimic_joint/coeffs`` (URDF mimics) and the enabled rows of its mimic
-    constraints ``constraint_mimic_*`` (how Newton's MJCF importer brings ``<equality><joint>`` couplings of
-    scalar joints; deprecated for builders, still what the importer writes)."""
+    the enabled rows of Newton's mimic constraints ``constraint_mimic_*`` (how Newton's MJCF importer brings
+    ``<equality><joint>`` couplings of scalar joints; deprecated for builders, still what the importer writes) and
+    the per-joint ``joint_mimic_joint/coeffs`` (URDF mimics) of joints that follow in no such row. A row, enabled or
+    not, takes precedence over its follower's per-joint mimic, as in Newton's ``SolverMuJoCo``: disabling it frees
+    the follower."""
     couplings = []
-    if model.joint_mimic_joint is not None and model.joint_count:
-        mimic, coeffs = model.joint_mimic_joint.numpy(), model.joint_mimic_coeffs.numpy()
-        couplings += [(int(j), int(mimic[j]), *map(float, coeffs[j])) for j in np.nonzero(mimic >= 0)[0]]
+    rows_follow = set()
     if getattr(model, "constraint_mimic_count", 0):
         follower, leader = model.constraint_mimic_joint0.numpy(), model.constraint_mimic_joint1.numpy()
         offset, multiplier = model.constraint_mimic_coef0.numpy(), model.constraint_mimic_coef1.numpy()
         enabled = model.constraint_mimic_enabled.numpy()
+        rows_follow = {int(j) for j in follower[: model.constraint_mimic_count]}
         couplings += [
             (int(follower[c]), int(leader[c]), float(offset[c]), float(multiplier[c]))
             for c in range(model.constraint_mimic_count)
             if enabled[c]
+        ]
+    if model.joint_mimic_joint is not None and model.joint_count:
+        mimic, coeffs = model.joint_mimic_joint.numpy(), model.joint_mimic_coeffs.numpy()
+        couplings += [
+            (int(j), int(mimic[j]), *map(float, coeffs[j])) for j in np.nonzero(mimic >= 0)[0] if j not in rows_follow
         ]
     return couplings
 
@@ -91,7 +97,7 @@ def mimic_tables(model: newton.Model, topo) -> tuple[np.ndarray, np.ndarray]:
         for k in range(int(dim[j])):
             i = internal[(j, int(qd_start[j]) + k)]
             if leader[i] >= 0:
-                raise ModelError(f"{name} mimics two joints (joint_mimic_joint or constraint_mimic_*)")
+                raise ModelError(f"{name} mimics two joints (two enabled constraint_mimic_* rows)")
             leader[i] = internal[(ref, int(qd_start[ref]) + k)]
             coeffs[i] = (offset, multiplier)
     return leader, coeffs

@@ -340,16 +340,18 @@ MJCF_COUPLED = """
     <body name="b" pos="0 0.5 1"><joint name="jb" type="hinge" axis="0 1 0"/>
       <geom type="capsule" fromto="0 0 0 0.3 0 0.1" size="0.04" contype="0" conaffinity="0"/></body>
   </worldbody>
-  <equality><joint joint1="jb" joint2="ja" polycoef="0.1 -0.5 0 0 0" active="{active}"/></equality>
+  {equality}
 </mujoco>
 """
+JOINT_EQUALITY = '<equality><joint joint1="jb" joint2="ja" polycoef="0.1 -0.5 0 0 0" active="{active}"/></equality>'
 
 
-def coupled_pendulums(active: bool) -> newton.Model:
+def coupled_pendulums(active: bool | None) -> newton.Model:
     """Two different pendulums, horizontal (ja = 0) and at jb = 0.1; MJCF couples jb = 0.1 − 0.5 ja (Newton
-    imports it as a mimic constraint)."""
+    imports it as a mimic constraint), ``active`` or not; ``None``: no equality."""
     b = newton.ModelBuilder(gravity=(0.0, 0.0, -G))
-    b.add_mjcf(MJCF_COUPLED.format(active=str(active).lower()))
+    equality = "" if active is None else JOINT_EQUALITY.format(active=str(active).lower())
+    b.add_mjcf(MJCF_COUPLED.format(equality=equality))
     model = b.finalize()
     model.joint_q.assign(np.array([0.0, 0.1], np.float32))
     return model
@@ -372,7 +374,7 @@ def test_mjcf_joint_equality_couples_as_a_joint_mimic():
     mimic tests above check that against references). Inactive, it couples nothing until enabled and notified."""
     imported = coupled_pendulums(active=True)
     assert imported.constraint_mimic_count == 1 and (imported.joint_mimic_joint.numpy() < 0).all()
-    per_joint = coupled_pendulums(active=False)  # the same model, its mimic constraint off; the mimic per joint
+    per_joint = coupled_pendulums(active=None)  # the same model without its mimic constraint; the mimic per joint
     per_joint.joint_mimic_joint.assign(np.array([-1, 0], np.int32))
     per_joint.joint_mimic_coeffs.assign(np.array([[0.0, 1.0], [0.1, -0.5]], np.float32))
     q = swing(imported, newton_sap.SolverSAP(imported))
@@ -387,6 +389,24 @@ def test_mjcf_joint_equality_couples_as_a_joint_mimic():
         solver.notify_model_changed(newton.ModelFlags.CONSTRAINT_PROPERTIES)
     q = swing(inactive, solver)
     assert np.abs(q[:, 1] - (0.1 - 0.5 * q[:, 0])).max() < 1e-4
+
+
+@pytest.mark.parametrize("active", [True, False])
+def test_a_mimic_constraint_row_takes_precedence_over_its_followers_joint_mimic(active):
+    """A follower with both a per-joint mimic (jb = −ja) and a ``constraint_mimic_*`` row (jb = 0.1 − 0.5 ja):
+    the row decides, enabled or not, as in Newton's SolverMuJoCo. Enabled, its coupling holds (both at once raised
+    "mimics two joints" before); disabled, the follower swings free (the per-joint mimic held it before)."""
+    model = coupled_pendulums(active=active)
+    model.joint_mimic_joint.assign(np.array([-1, 0], np.int32))
+    model.joint_mimic_coeffs.assign(np.array([[0.0, 1.0], [0.0, -1.0]], np.float32))
+    q = swing(model, newton_sap.SolverSAP(model))
+    late = q[30:]  # after the first steps, which close the couplings' initial gaps
+    row, per_joint = np.abs(late[:, 1] - (0.1 - 0.5 * late[:, 0])).max(), np.abs(late[:, 1] + late[:, 0]).max()
+    assert np.abs(q[:, 0]).max() > 0.1
+    if active:
+        assert row < 1e-4 and per_joint > 0.05
+    else:
+        assert row > 1e-2 and per_joint > 1e-2
 
 
 def test_quadruped_stands_under_pd_for_ten_seconds():
