@@ -227,20 +227,46 @@ def joint_constraint_rows(
     limit side is added when violated or when the step may reach it, ``g0 ≤ 2 Δt max(|v0|, |v0 + Δt τ/A_ii|)``
     (SAP.md §5's window, v* estimated from diag(A)); the window does not see what drives, contacts, mimics or
     other dofs' forces do, so the sides left out are checked at the solution (``check_left_out_limits``). A
-    kinematic body's dof (prescribed) has none of these rows; a mimic led by one has no leader entry, the
-    leader's velocity moves into v̂ (``kinematic_bodies``). Limit compliance: ``limit_compliance_and_time``."""
+    kinematic body's dof (prescribed) has no drive, limit or friction rows; a mimic row has no entry for a kinematic
+    side (leader or follower), whose velocity moves into v̂ (``kinematic_bodies``), and none at all when both sides
+    are kinematic. Limit compliance: ``limit_compliance_and_time``."""
     i = wp.tid()
     n = dof_public.shape[0]
     for k in range(SLOTS_PER_DOF):
         c_world[base + k * n + i] = -1
         c_nnz[base + k * n + i] = 0
     c = dof_coord[i]
-    if c < 0 or dof_is_kinematic(i, dof_body, body_flags) == 1:
+    if c < 0:
         return
     p = dof_public[i]
     w = dof_world[i]
     w_est = A_inv_diag[i]
     q0 = joint_q[c]
+    leader = dof_mimic_leader[i]
+    if leader >= 0:
+        coeffs = dof_mimic_coeffs[i]
+        g0 = q0 - coeffs[1] * joint_q[dof_coord[leader]] - coeffs[0]
+        # 1/A_ii is 0 for a kinematic dof: no share in the Delassus estimate
+        w_m = w_est + coeffs[1] * coeffs[1] * A_inv_diag[leader]
+        if w_m > 0.0:  # some dof of the row is dynamic
+            R_m, v_hat_m = bilateral_parameters(g0, w_m, dt)
+            slot = base + 4 * n + i
+            # v_c = v_i − ρ v_leader: a kinematic side's velocity is given and moves into v̂
+            if dof_is_kinematic(leader, dof_body, body_flags) == 1:
+                write_row(slot, w, BILATERAL, i, 1.0, R_m, v_hat_m + coeffs[1] * v0[leader], 0.0,
+                          c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_dof, c_J, v0, c_vc)  # fmt: skip
+            elif dof_is_kinematic(i, dof_body, body_flags) == 1:
+                write_row(slot, w, BILATERAL, leader, -coeffs[1], R_m, v_hat_m - v0[i], 0.0,
+                          c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_dof, c_J, v0, c_vc)  # fmt: skip
+            else:
+                write_row(slot, w, BILATERAL, i, 1.0, R_m, v_hat_m, 0.0,
+                          c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_dof, c_J, v0, c_vc)  # fmt: skip
+                c_nnz[slot] = 2
+                c_dof[slot, 1] = leader
+                c_J[slot, 1] = wp.vec3(-coeffs[1], 0.0, 0.0)
+                c_vc[slot] = c_vc[slot] + c_J[slot, 1] * v0[leader]
+    if dof_is_kinematic(i, dof_body, body_flags) == 1:
+        return  # prescribed: no drive, limit or friction rows
     kp, kv = drive_gains(joint_target_mode[p], joint_target_ke[p], joint_target_kd[p])
     if kp > 0.0 or kv > 0.0:
         R, v_hat = pd_drive_parameters(kp, kv, q0, target_q[c], target_qd[p], joint_act[p], dt, w_est)
@@ -260,23 +286,6 @@ def joint_constraint_rows(
     if f_c > 0.0:
         write_row(base + 3 * n + i, w, JOINT_FRICTION, i, 1.0, friction_regularization * w_est, 0.0, dt * f_c,
                   c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_dof, c_J, v0, c_vc)  # fmt: skip
-    leader = dof_mimic_leader[i]
-    if leader >= 0:
-        coeffs = dof_mimic_coeffs[i]
-        g0 = q0 - coeffs[1] * joint_q[dof_coord[leader]] - coeffs[0]
-        # 1/A_ii is 0 for a kinematic leader: no share in the Delassus estimate
-        R_m, v_hat_m = bilateral_parameters(g0, w_est + coeffs[1] * coeffs[1] * A_inv_diag[leader], dt)
-        slot = base + 4 * n + i
-        leader_kinematic = dof_is_kinematic(leader, dof_body, body_flags)
-        if leader_kinematic == 1:  # v_c = v_i − ρ v_leader with v_leader given
-            v_hat_m += coeffs[1] * v0[leader]
-        write_row(slot, w, BILATERAL, i, 1.0, R_m, v_hat_m, 0.0,
-                  c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_dof, c_J, v0, c_vc)  # fmt: skip
-        if leader_kinematic == 0:
-            c_nnz[slot] = 2
-            c_dof[slot, 1] = leader
-            c_J[slot, 1] = wp.vec3(-coeffs[1], 0.0, 0.0)
-            c_vc[slot] = c_vc[slot] + c_J[slot, 1] * v0[leader]
 
 
 @wp.kernel

@@ -16,8 +16,9 @@ step the body moves with ``joint_qd``, whatever force acts on it. Its dofs are n
   rows, ``J_k v0_k``, is subtracted from their bias velocity v̂, since the impulse depends on ``v̂ − v_c``
   only (a moving obstacle). A contact side that only kinematic dofs move is immovable (no rows between two
   such sides);
-* joint-space rows (drives, limits, joint friction) of kinematic dofs are not formed; a mimic coupling led by a
-  kinematic dof takes the leader's velocity as given, one whose follower is kinematic is not formed.
+* joint-space rows (drives, limits, joint friction) of kinematic dofs are not formed; a mimic coupling takes a
+  kinematic leader's or follower's velocity as given and acts on the other side (as MuJoCo moves the leader of a
+  prescribed follower); between two kinematic dofs it is not formed.
 
 The flags are read from ``model.body_flags`` on the device every step, so a body switched between kinematic and
 dynamic (``notify_model_changed(BODY_PROPERTIES)``) acts from the next step, also in captured graphs.

@@ -42,11 +42,12 @@ def test_newtons_kinematic_link_contract(case):
     check(unittest.TestCase(), wp.get_device(), newton_sap.SolverSAP)
 
 
-def turntable(spin_offset=0.3, arm=0.2, mass=0.5, inertia=2e-3, mimic=False):
+def turntable(spin_offset=0.3, arm=0.2, mass=0.5, inertia=2e-3, mimic=None):
     """A kinematic turntable (REVOLUTE about z at the origin) carrying a pendulum: a REVOLUTE joint about z at
     ``spin_offset`` [m] on the table's x axis, its body's COM ``arm`` [m] further out. Gravity along z does no
     work on either. The table's joint has a PD drive toward 0 and limits at ±0.1 rad, which a prescribed joint
-    ignores. With ``mimic`` the pendulum's joint mimics the table's, ``φ = −θ``."""
+    ignores. ``mimic``: ``"pendulum follows"`` (its joint mimics the table's, ``φ = −θ``) or ``"table follows"``
+    (``θ = −φ``)."""
     b = newton.ModelBuilder(gravity=(0.0, 0.0, -G))
     table = b.add_link(mass=2.0, inertia=wp.mat33(np.eye(3) * 0.1), is_kinematic=True, label="turntable")
     bob = b.add_link(mass=mass, com=(arm, 0.0, 0.0), inertia=wp.mat33(np.eye(3) * inertia), label="pendulum")
@@ -60,9 +61,12 @@ def turntable(spin_offset=0.3, arm=0.2, mass=0.5, inertia=2e-3, mimic=False):
     )
     b.add_articulation([j_table, j_bob])
     model = b.finalize()
-    if mimic:
+    if mimic == "pendulum follows":
         model.joint_mimic_joint.assign(np.array([-1, j_table], np.int32))
         model.joint_mimic_coeffs.assign(np.array([[0.0, 1.0], [0.0, -1.0]], np.float32))
+    elif mimic == "table follows":
+        model.joint_mimic_joint.assign(np.array([j_bob, -1], np.int32))
+        model.joint_mimic_coeffs.assign(np.array([[0.0, -1.0], [0.0, 1.0]], np.float32))
     return model
 
 
@@ -121,12 +125,15 @@ def test_pendulum_on_a_prescribed_turntable(momentum_mode):
     assert qd[1] == pytest.approx(phi_dot, abs=2e-2)  # [rad/s]; its peak is about 1.9
 
 
-def test_mimic_led_by_a_prescribed_joint():
-    """A pendulum whose joint mimics the turntable's (``φ = −θ``) keeps its world orientation while the table
-    turns: the leader's velocity is given, not solved for. After the step from t to t + Δt the pendulum is at
-    −θ(t + Δt), where the user puts the table next."""
+@pytest.mark.parametrize("mimic", ["pendulum follows", "table follows"])
+def test_mimic_coupled_to_a_prescribed_joint(mimic):
+    """A pendulum whose joint is coupled to the turntable's (``φ = −θ``: the pendulum mimics the table, or the table
+    mimics the pendulum) keeps its world orientation while the table turns: the prescribed side's velocity is
+    given, not solved for, and the coupling moves the other side (as MuJoCo moves the leader of a prescribed
+    follower; with the table following, the pendulum swung free before). After the step from t to t + Δt the
+    pendulum is at −θ(t + Δt), where the user puts the table next."""
     spin, dt, steps = 3.0, 1e-3, 500
-    model = turntable(mimic=True)
+    model = turntable(mimic=mimic)
     solver = newton_sap.SolverSAP(model)
     s0, s1 = model.state(), model.state()
     for n in range(steps):
