@@ -250,6 +250,7 @@ def validate_joint_drives_and_limits(model: newton.Model, topo, options: SapOpti
     rest[topo.dof_public[scalar_internal]] = model.joint_rest_q.numpy()[topo.dof_coord[scalar_internal]]
     set_dofs = driven | (limited & ~distance_range) | (friction > 0.0) | (stiffness > 0.0)
     warn_ignored_joint_settings(model, np.unique(dof_joint[~scalar & set_dofs]))
+    warn_unused_drive_gains(model, np.unique(dof_joint[scalar & ~driven & ((ke > 0.0) | (kd > 0.0))]))
 
     def finite_at_least_zero(x):
         return np.isfinite(x) & (x >= 0.0)  # False for NaN
@@ -295,6 +296,20 @@ def warn_ignored_joint_settings(model: newton.Model, joints: np.ndarray) -> None
     warnings.warn(
         f"drives, limits, joint friction and joint stiffness act only on REVOLUTE, PRISMATIC and D6 tree joints; "
         f"ignored on {joint_list(model, joints)}",
+        UserWarning,
+        stacklevel=5,  # the SolverSAP(...) or notify_model_changed call
+    )
+
+
+def warn_unused_drive_gains(model: newton.Model, joints: np.ndarray) -> None:
+    """One warning naming ``joints``, whose dofs have drive gains but ``joint_target_mode`` NONE or EFFORT (Newton's
+    builder infers NONE from zero gains, so gains written after ``finalize`` need the mode too): no drive acts, as
+    in Newton's SolverMuJoCo (Featherstone applies the gains whatever the mode)."""
+    if len(joints) == 0:
+        return
+    warnings.warn(
+        f"joint_target_ke/kd are set on dofs whose joint_target_mode is NONE or EFFORT, so no drive acts on "
+        f"{joint_list(model, joints)}; set joint_target_mode (e.g. JointTargetMode.POSITION) to drive them",
         UserWarning,
         stacklevel=5,  # the SolverSAP(...) or notify_model_changed call
     )

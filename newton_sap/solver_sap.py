@@ -133,6 +133,13 @@ class SolverSAP(newton.solvers.SolverBase):
                 UserWarning,
                 stacklevel=2,
             )
+        if getattr(model, "tendon_count", 0):
+            warnings.warn(
+                f"the model has {model.tendon_count} routed tendons; SolverSAP does not apply them (Newton's "
+                "SolverXPBD does)",
+                UserWarning,
+                stacklevel=2,
+            )
 
     # ------------------------------------------------------------------ set-up
     def _build(self) -> None:

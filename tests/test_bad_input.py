@@ -341,3 +341,39 @@ def test_particles_are_named_in_a_warning():
     b.add_articulation([b.add_joint_revolute(-1, link, axis=(1, 0, 0))])
     with pytest.warns(UserWarning, match="1 particles; SolverSAP steps rigid bodies only"):
         newton_sap.SolverSAP(b.finalize())
+
+
+def test_routed_tendons_are_named_in_a_warning():
+    """Newton's routed tendons (``add_tendon``; SolverXPBD steps them) are not applied: the model says so. A body
+    hanging from the world by one falls freely, as in Featherstone."""
+    from newton._src.sim.tendon import TendonGuide
+
+    b = newton.ModelBuilder()
+    body = b.add_body(xform=wp.transform((0.0, 0.0, 1.0), wp.quat_identity()), mass=1.0)
+    b.add_tendon([TendonGuide(body=-1, offset=(0.0, 0.0, 2.0)), TendonGuide(body=body, offset=(0.0, 0.0, 0.0))])
+    with pytest.warns(UserWarning, match="1 routed tendons; SolverSAP does not apply them"):
+        newton_sap.SolverSAP(b.finalize())
+
+
+@pytest.mark.parametrize("mode", [newton.JointTargetMode.NONE, newton.JointTargetMode.EFFORT])
+def test_drive_gains_without_a_drive_mode_are_named_in_a_warning(mode):
+    """Gains written after ``finalize`` (the builder inferred mode NONE from zero gains) drive nothing until the mode
+    is set, as in SolverMuJoCo: the check names the joint, at construction and on ``notify_model_changed``."""
+    b = newton.ModelBuilder()
+    link = b.add_link(mass=1.0, com=wp.vec3(0.2, 0.0, 0.0), inertia=wp.mat33(np.eye(3) * 0.01))
+    b.add_articulation([b.add_joint_revolute(-1, link, axis=(0, 1, 0), label="elbow")])
+    model = b.finalize()
+    model.joint_target_mode.assign(np.array([int(mode)], np.int32))
+    solver = newton_sap.SolverSAP(model)
+    model.joint_target_ke.assign(np.array([200.0], np.float32))
+    with pytest.warns(
+        UserWarning, match=r"joint_target_mode is NONE or EFFORT, so no drive acts on joint 0 \('elbow'\)"
+    ):
+        solver.notify_model_changed(newton.ModelFlags.JOINT_DOF_PROPERTIES)
+    with pytest.warns(UserWarning, match=r"no drive acts on joint 0 \('elbow'\)"):
+        newton_sap.SolverSAP(model)
+    model.joint_target_mode.assign(np.array([int(newton.JointTargetMode.POSITION)], np.int32))
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        newton_sap.SolverSAP(model)
+    assert not [w for w in record if "no drive acts" in str(w.message)]
