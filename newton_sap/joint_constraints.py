@@ -16,6 +16,7 @@ from .constraints.dispatch import BILATERAL, JOINT_FRICTION, JOINT_LIMIT, PD_DRI
 from .constraints.friction_cone import TWO_PI_SQ, unilateral_bias_velocity
 from .constraints.pd_drive import pd_drive_parameters
 from .kinematic_bodies import dof_is_kinematic
+from .mujoco_equalities import TARGET_MIMIC, row_enabled, rows_targeting
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
@@ -36,13 +37,16 @@ def mimic_couplings(model: newton.Model) -> list[tuple[int, int, float, float]]:
     ``<equality><joint>`` couplings of scalar joints; deprecated for builders, still what the importer writes) and
     the per-joint ``joint_mimic_joint/coeffs`` (URDF mimics) of joints that follow in no such row. A row, enabled or
     not, takes precedence over its follower's per-joint mimic, as in Newton's ``SolverMuJoCo``: disabling it frees
-    the follower."""
+    the follower. A row made from a MuJoCo equality also needs that equality enabled (``mujoco_equalities``)."""
     couplings = []
     rows_follow = set()
     if getattr(model, "constraint_mimic_count", 0):
         follower, leader = model.constraint_mimic_joint0.numpy(), model.constraint_mimic_joint1.numpy()
         offset, multiplier = model.constraint_mimic_coef0.numpy(), model.constraint_mimic_coef1.numpy()
-        enabled = model.constraint_mimic_enabled.numpy()
+        enabled = model.constraint_mimic_enabled.numpy().astype(bool)
+        equality = rows_targeting(model, TARGET_MIMIC, model.constraint_mimic_count)
+        if (equality >= 0).any():
+            enabled &= np.where(equality >= 0, row_enabled(model)[np.maximum(equality, 0)], True)
         rows_follow = {int(j) for j in follower[: model.constraint_mimic_count]}
         couplings += [
             (int(follower[c]), int(leader[c]), float(offset[c]), float(multiplier[c]))

@@ -89,6 +89,8 @@ def write_slot(
 def loop_rows(
     # model
     loop_joints: wp.array(dtype=wp.int32),
+    loop_equality_row: wp.array(dtype=wp.int32),
+    equality_enabled: wp.array(dtype=wp.bool),
     joint_type: wp.array(dtype=wp.int32),
     joint_enabled: wp.array(dtype=wp.bool),
     joint_parent: wp.array(dtype=wp.int32),
@@ -125,7 +127,8 @@ def loop_rows(
     c_vc: wp.array(dtype=wp.vec3),
 ):
     """Point and orientation slots of loop joint ``loop_joints[tid]`` (see module doc); both inactive while
-    its ``joint_enabled`` is False (MJCF equalities with ``active="false"``)."""
+    its ``joint_enabled`` is False (MJCF equalities with ``active="false"``) or the MuJoCo equality row it was
+    made from, ``loop_equality_row[tid]`` (-1: none), is disabled (``mujoco_equalities``)."""
     k = wp.tid()
     j = loop_joints[k]
     slot = base + 2 * k
@@ -133,7 +136,8 @@ def loop_rows(
     c_world[slot + 1] = -1
     c_nnz[slot] = 0
     c_nnz[slot + 1] = 0
-    if not joint_enabled[j]:
+    row = loop_equality_row[k]
+    if not joint_enabled[j] or (row >= 0 and not equality_enabled[row]):
         return
     P = joint_parent[j]
     C = joint_child[j]

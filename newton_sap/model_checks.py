@@ -291,28 +291,29 @@ def joint_list(model: newton.Model, joints: np.ndarray) -> str:
 def warn_ignored_joint_settings(model: newton.Model, joints: np.ndarray) -> None:
     """One warning naming ``joints`` (BALL, FREE, DISTANCE or loop-closing joints), whose drives, limits,
     friction or stiffness the solver does not apply."""
-    if len(joints) == 0:
-        return
-    warnings.warn(
-        f"drives, limits, joint friction and joint stiffness act only on REVOLUTE, PRISMATIC and D6 tree joints; "
-        f"ignored on {joint_list(model, joints)}",
-        UserWarning,
-        stacklevel=5,  # the SolverSAP(...) or notify_model_changed call
-    )
+    _warn_naming_joints(
+        model, joints, "drives, limits, joint friction and joint stiffness act only on REVOLUTE, PRISMATIC and D6 "
+        "tree joints; ignored on {}"
+    )  # fmt: skip
 
 
 def warn_unused_drive_gains(model: newton.Model, joints: np.ndarray) -> None:
     """One warning naming ``joints``, whose dofs have drive gains but ``joint_target_mode`` NONE or EFFORT (Newton's
     builder infers NONE from zero gains, so gains written after ``finalize`` need the mode too): no drive acts, as
     in Newton's SolverMuJoCo (Featherstone applies the gains whatever the mode)."""
+    _warn_naming_joints(
+        model, joints, "joint_target_ke/kd are set on dofs whose joint_target_mode is NONE or EFFORT, so no drive "
+        "acts on {}; set joint_target_mode (e.g. JointTargetMode.POSITION) to drive them"
+    )  # fmt: skip
+
+
+def _warn_naming_joints(model: newton.Model, joints: np.ndarray, text: str) -> None:
+    """``text`` with ``{}`` replaced by :func:`joint_list` of ``joints``, as a warning at the caller of
+    :func:`validate_joint_drives_and_limits`'s caller (``SolverSAP(...)`` or ``notify_model_changed``); none if
+    ``joints`` is empty."""
     if len(joints) == 0:
         return
-    warnings.warn(
-        f"joint_target_ke/kd are set on dofs whose joint_target_mode is NONE or EFFORT, so no drive acts on "
-        f"{joint_list(model, joints)}; set joint_target_mode (e.g. JointTargetMode.POSITION) to drive them",
-        UserWarning,
-        stacklevel=5,  # the SolverSAP(...) or notify_model_changed call
-    )
+    warnings.warn(text.format(joint_list(model, joints)), UserWarning, stacklevel=6)
 
 
 def warn_disabled_tree_joints(model: newton.Model, topo) -> None:

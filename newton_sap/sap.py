@@ -82,6 +82,7 @@ from .jacobian import body_chain_twists, row_product, second_walk
 from .joint_constraints import SLOTS_PER_DOF, check_left_out_limits, joint_constraint_rows
 from .line_search import COST_FLAT, NO_DESCENT_RELATIVE_RESIDUAL, line_dots, line_rows, line_search
 from .loop_constraints import loop_rows
+from .mujoco_equalities import TARGET_JOINT, equality_rows, rows_targeting
 from .observables import contact_forces
 from .pcg import CG_LOOSEST_TOLERANCE, CG_MODEL_LOOSEST_TOLERANCE, precond_diag_init, tree_factor_kernel, world_pcg
 from .pcg_parallel import ParallelConjugateGradients
@@ -978,8 +979,20 @@ class SapSolver:
         self.model_constraints = False
         self.dof_mimic_leader = wp.full(max(topology.dof_count, 1), -1, dtype=wp.int32, device=device)
         self.dof_mimic_coeffs = zeros(max(topology.dof_count, 1), wp.vec2)
+        self.loop_equality_row = None  # per loop joint, its MuJoCo equality row or -1 (read_equality_rows)
+        self.equality_enabled = None  # the rows' enabled flags, read every step
         self.capacity = -1
         self._allocate_constraints(0)
+
+    def read_equality_rows(self, model) -> None:
+        """The MuJoCo equality row each loop joint was made from (``mujoco_equalities``), and the rows' enabled
+        flags (``model.mujoco.equality_constraint_enabled``, read on the device every step)."""
+        row = rows_targeting(model, TARGET_JOINT, model.joint_count)[np.asarray(self.topo.loop_joints, np.int64)]
+        self.loop_equality_row = wp.array(row if len(row) else [-1], dtype=wp.int32, device=self.device)
+        rows = equality_rows(model)
+        self.equality_enabled = (
+            rows.equality_constraint_enabled if rows is not None else wp.ones(1, dtype=wp.bool, device=self.device)
+        )
 
     def _allocate_constraints(self, capacity: int) -> None:
         """Per-slot constraint buffers for ``capacity`` slots; replaced all at once, after every allocation
@@ -1115,7 +1128,8 @@ class SapSolver:
                 loop_rows,
                 dim=len(self.topo.loop_joints),
                 inputs=[
-                    T.loop_joints, model.joint_type, model.joint_enabled, model.joint_parent, model.joint_child,
+                    T.loop_joints, self.loop_equality_row, self.equality_enabled, model.joint_type,
+                    model.joint_enabled, model.joint_parent, model.joint_child,
                     model.joint_X_p, model.joint_X_c, model.joint_axis, model.joint_qd_start, T.body_world,
                     T.body_last_dof, T.dof_parent, T.dof_tree, T.dof_body, model.body_flags, n_contacts + n_joint, dt,
                     body_q, tree_ref, dof_S_tree, A_inv_diag, body_free_centripetal, v0,

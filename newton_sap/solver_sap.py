@@ -32,6 +32,7 @@ from .model_checks import (
     validate_materials,
     warn_disabled_tree_joints,
 )
+from .mujoco_equalities import warn_half_enabled, warn_mujoco_only_rows
 from .observables import (
     add_to_parents,
     body_acceleration_wrenches,
@@ -192,6 +193,7 @@ class SolverSAP(newton.solvers.SolverBase):
         self._subtree_wrench = zeros(nb, wp.spatial_vector)  # BODY_PARENT_F's sums (observables.py)
         self._static_tables(topo, device)
         self._sap = SapSolver(topo, self._topo, device, self.options)
+        self._sap.read_equality_rows(model)
         self._dense_blocks_used = int(not self._tree_ldlt or self._sap.uses_pcg)  # free motion, PCG
         self._joint_rows = False  # any drive, finite limit or joint friction (_validate_joint_drives_and_limits)
         self._mimic_rows = False  # any mimic coupling
@@ -217,6 +219,10 @@ class SolverSAP(newton.solvers.SolverBase):
             validate_materials(model, self.options)
         if flags & (F.JOINT_DOF_PROPERTIES | F.JOINT_DOF_FORCE_PROPERTIES | F.JOINT_REFERENCE_POSE_PROPERTIES):
             self._joint_rows = validate_joint_drives_and_limits(model, topo, self.options)
+        if flags & F.CONSTRAINT_PROPERTIES:
+            warn_mujoco_only_rows(model, stacklevel=4)  # the SolverSAP(...) or notify_model_changed call
+        if flags & (F.CONSTRAINT_PROPERTIES | F.JOINT_PROPERTIES):
+            warn_half_enabled(model, topo.loop_joints, stacklevel=4)
         if flags & F.CONSTRAINT_PROPERTIES and topo.dof_count:
             leader, coeffs = mimic_tables(model, topo)
             self._sap.dof_mimic_leader.assign(leader)

@@ -371,7 +371,8 @@ def swing(model, solver, steps=60, dt=0.005):
 def test_mjcf_joint_equality_couples_as_a_joint_mimic():
     """Newton's MJCF importer brings an <equality><joint> as a mimic constraint (``constraint_mimic_*``), not
     as ``joint_mimic_joint``: stepped, it is the same coupling, bit for bit, as the mimic set per joint (the
-    mimic tests above check that against references). Inactive, it couples nothing until enabled and notified."""
+    mimic tests above check that against references). Inactive, it couples nothing until enabled and notified: its
+    mimic constraint and its MuJoCo row (``model.mujoco.equality_constraint_enabled``) both; one alone warns."""
     imported = coupled_pendulums(active=True)
     assert imported.constraint_mimic_count == 1 and (imported.joint_mimic_joint.numpy() < 0).all()
     per_joint = coupled_pendulums(active=None)  # the same model without its mimic constraint; the mimic per joint
@@ -385,10 +386,28 @@ def test_mjcf_joint_equality_couples_as_a_joint_mimic():
     q = swing(inactive, solver, steps=10)
     assert abs(q[-1, 1] - (0.1 - 0.5 * q[-1, 0])) > 1e-2  # each swings on its own
     inactive.constraint_mimic_enabled.assign(np.array([True]))
+    with pytest.warns(UserWarning, match=r"mimic constraint 0 made from MuJoCo equality rows .* disagree"):
+        solver.notify_model_changed(newton.ModelFlags.CONSTRAINT_PROPERTIES)
+    q = swing(inactive, solver, steps=10)
+    assert abs(q[-1, 1] - (0.1 - 0.5 * q[-1, 0])) > 1e-2  # still apart
+    inactive.mujoco.equality_constraint_enabled.assign(np.array([True]))
     with pytest.warns(UserWarning, match="now has drives, joint limits, joint friction or mimic couplings"):
         solver.notify_model_changed(newton.ModelFlags.CONSTRAINT_PROPERTIES)
     q = swing(inactive, solver)
     assert np.abs(q[:, 1] - (0.1 - 0.5 * q[:, 0])).max() < 1e-4
+
+
+def test_mjcf_joint_equality_is_released_through_its_mujoco_row():
+    """An active MJCF <equality><joint> switched off through its MuJoCo row (``model.mujoco.
+    equality_constraint_enabled``, as SolverMuJoCo reads it; before, SolverSAP kept the coupling): each pendulum
+    swings on its own after ``notify_model_changed(CONSTRAINT_PROPERTIES)``."""
+    model = coupled_pendulums(active=True)
+    solver = newton_sap.SolverSAP(model)
+    model.mujoco.equality_constraint_enabled.assign(np.array([False]))
+    with pytest.warns(UserWarning, match="now the two disagree"):
+        solver.notify_model_changed(newton.ModelFlags.CONSTRAINT_PROPERTIES)
+    q = swing(model, solver, steps=10)
+    assert abs(q[-1, 1] - (0.1 - 0.5 * q[-1, 0])) > 1e-2
 
 
 @pytest.mark.parametrize("active", [True, False])

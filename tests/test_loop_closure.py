@@ -141,28 +141,76 @@ MJCF_CONNECT = """
 
 @pytest.mark.parametrize("active", [True, False])
 def test_mjcf_connect_holds_only_while_enabled(active):
-    """Newton's MJCF importer makes an equality <connect> a BALL loop joint with ``joint_enabled`` = active:
-    enabled it holds the ball at its anchor, disabled the ball falls as semi-implicit Euler puts it
-    (z_n = z_0 − g Δt² n(n+1)/2), and switching it on mid-fall pulls the ball back."""
+    """Newton's MJCF importer makes an equality <connect> a BALL loop joint with ``joint_enabled`` = active, and
+    keeps the MuJoCo row (``model.mujoco.equality_constraint_enabled`` = active): enabled it holds the ball at its
+    anchor, disabled the ball falls as semi-implicit Euler puts it (z_n = z_0 − g Δt² n(n+1)/2). Switching only one
+    flag on warns (the two disagree) and leaves the ball falling; with both on it is pulled back."""
     b = newton.ModelBuilder(gravity=(0.0, 0.0, -9.81))
     b.add_mjcf(MJCF_CONNECT.format(active=str(active).lower()))
     model = b.finalize()
     assert model.joint_enabled.numpy().tolist() == [True, active]
+    assert model.mujoco.equality_constraint_enabled.numpy().tolist() == [active]
     solver = newton_sap.SolverSAP(model)
     s0, s1 = model.state(), model.state()
     newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)
     dt, steps = 0.01, 30
-    for _ in range(steps):
-        solver.step(s0, s1, None, None, dt)
-        s0, s1 = s1, s0
-    z = s0.body_q.numpy()[0, 2]
+
+    def fall(steps):
+        nonlocal s0, s1
+        for _ in range(steps):
+            solver.step(s0, s1, None, None, dt)
+            s0, s1 = s1, s0
+        return s0.body_q.numpy()[0, 2]
+
     expected = 1.0 if active else 1.0 - 9.81 * dt**2 * steps * (steps + 1) / 2
-    assert abs(z - expected) < 1e-4
-    model.joint_enabled.assign(np.array([True, True]))
+    assert abs(fall(steps) - expected) < 1e-4
+    if not active:
+        model.joint_enabled.assign(np.array([True, True]))
+        with pytest.warns(UserWarning, match=r"loop joint 1 \('.*'\) made from MuJoCo equality rows .* disagree"):
+            solver.notify_model_changed(newton.ModelFlags.JOINT_PROPERTIES)
+        assert fall(10) < expected - 0.05  # still falling
+        model.mujoco.equality_constraint_enabled.assign(np.array([True]))
     for _ in range(30):
         solver.step(s0, s1, None, None, dt)
         s0, s1 = s1, s0
     assert abs(s0.body_q.numpy()[0, 2] - 1.0) < 1e-3
+
+
+@pytest.mark.parametrize("flag", ["row", "joint"])
+def test_mjcf_connect_is_released_by_either_enabled_flag(flag):
+    """An active MJCF <connect> switched off through its MuJoCo row (``model.mujoco.equality_constraint_enabled``,
+    as ``ModelFlags.CONSTRAINT_PROPERTIES`` documents and SolverMuJoCo reads; before, SolverSAP still held the ball)
+    or through its loop joint's ``joint_enabled``: the ball falls freely from the next step."""
+    b = newton.ModelBuilder(gravity=(0.0, 0.0, -9.81))
+    b.add_mjcf(MJCF_CONNECT.format(active="true"))
+    model = b.finalize()
+    solver = newton_sap.SolverSAP(model)
+    s0, s1 = model.state(), model.state()
+    newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)
+    if flag == "row":
+        model.mujoco.equality_constraint_enabled.assign(np.array([False]))
+        notify = newton.ModelFlags.CONSTRAINT_PROPERTIES
+    else:
+        model.joint_enabled.assign(np.array([True, False]))
+        notify = newton.ModelFlags.JOINT_PROPERTIES
+    with pytest.warns(UserWarning, match="now the two disagree"):
+        solver.notify_model_changed(notify)
+    dt, steps = 0.01, 30
+    for _ in range(steps):
+        solver.step(s0, s1, None, None, dt)
+        s0, s1 = s1, s0
+    assert abs(s0.body_q.numpy()[0, 2] - (1.0 - 9.81 * dt**2 * steps * (steps + 1) / 2)) < 1e-4
+
+
+def test_mujoco_only_equality_rows_are_named_in_a_warning():
+    """A MuJoCo equality row that Newton keeps for SolverMuJoCo alone (``newton.solvers.mujoco.add_equality_connect``,
+    no loop joint) is not applied by SolverSAP: the model says so, naming it (before: silence, and the body fell)."""
+    b = newton.ModelBuilder(gravity=(0.0, 0.0, -9.81))
+    body = b.add_body(xform=wp.transform((0.0, 0.0, 1.0), wp.quat_identity()), mass=1.0)
+    newton.solvers.mujoco.add_equality_connect(b, body, -1, anchor=wp.vec3(0.0, 0.0, 0.0), label="hook")
+    model = b.finalize()
+    with pytest.warns(UserWarning, match=r"applied only by SolverMuJoCo, not by SolverSAP: row 0 \('hook'\)"):
+        newton_sap.SolverSAP(model)
 
 
 def test_disabled_tree_joint_is_named_in_a_warning():
