@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import newton
 import numpy as np
 
@@ -42,7 +44,10 @@ def mechanical_energy(model: newton.Model, state: newton.State) -> np.ndarray:
 def max_penetration(model: newton.Model, state: newton.State, contacts) -> float:
     """Deepest penetration [m] (≥ 0) of the shapes' geometry among ``contacts`` collided at ``state``: the
     largest ``−φ0`` with ``φ0 = n·(p1 − p0) − (r0 + r1)`` and the effective radii without the shapes'
-    ``margin`` (the solvers rest shapes ``margin_0 + margin_1`` apart; the benchmark scenes have none)."""
+    ``margin`` (the solvers rest shapes ``margin_0 + margin_1`` apart; the benchmark scenes have none). NaN when
+    a body pose is not finite (the collision then finds no contacts of those bodies)."""
+    if not np.all(np.isfinite(state.body_q.numpy())):
+        return math.nan
     count = int(contacts.rigid_contact_count.numpy()[0])
     if count == 0:
         return 0.0
@@ -67,4 +72,4 @@ def max_penetration(model: newton.Model, state: newton.State, contacts) -> float
     r0 = contacts.rigid_contact_margin0.numpy()[:count][valid] - margin[s0]
     r1 = contacts.rigid_contact_margin1.numpy()[:count][valid] - margin[s1]
     phi = np.einsum("ci,ci->c", n, p1 - p0) - (r0 + r1)
-    return float(np.maximum(0.0, -phi.min())) if len(phi) else 0.0  # NaN (a broken state) stays NaN
+    return max(0.0, float(-phi.min())) if len(phi) else 0.0

@@ -34,7 +34,7 @@ def test_graph_replay_gives_the_launched_run(solver):
         assert summary["graph"] == ("yes" if graph else "no (--no-graph)")
         finals[graph] = summary
     for key in ("newton_iterations_mean", "contacts_per_world_mean", "max_penetration_m"):
-        assert finals[True][key] == finals[False][key]
+        np.testing.assert_equal(finals[True][key], finals[False][key])  # NaN where Featherstone blows up
 
 
 def test_failed_capture_falls_back_to_launches(monkeypatch):
@@ -161,6 +161,86 @@ def test_penetration_is_the_deepest_of_the_run(monkeypatch):
     monkeypatch.setattr(runner, "max_penetration", lambda model, state, contacts: next(depths, 0.0))
     summary = run_scene("box_stack", 1, 60, None, 0.02, graph=False)  # frames every 2 steps at Δt 0.02
     assert summary["max_penetration_m"] == 0.002
+
+
+class FrameTimes:
+    """A stand-in viewer that keeps the times of the frames logged and the height of the box stack's top box."""
+
+    def __init__(self):
+        self.times, self.heights, self.now = [], [], None
+
+    def set_model(self, model):
+        pass
+
+    def begin_frame(self, t):
+        self.now = t
+
+    def log_state(self, state):
+        self.times.append(self.now)
+        self.heights.append(float(state.body_q.numpy()[-1, 2]))
+
+    def end_frame(self):
+        pass
+
+    def close(self):
+        pass
+
+
+def test_frames_are_the_states_at_their_times(monkeypatch):
+    """Frames every 1/30 s of simulated time (3 steps at Δt 0.01), each the state at its time, the first and the
+    last state included: a frame logged the state one step after its time before (t = 0.01 held the state at 0.02),
+    and the last state was never recorded."""
+    frames = FrameTimes()
+    monkeypatch.setattr(runner, "make_viewer", lambda kind, recording, fps: frames)
+    run_scene("box_stack", 1, 13, None, None, recording="unused", graph=False)
+    np.testing.assert_allclose(frames.times, [0.0, 0.03, 0.06, 0.09, 0.12, 0.13])
+    model = SCENES["box_stack"].build(1)
+    solver = SolverSAP(model)
+    pipeline = newton.CollisionPipeline(model)
+    contacts = pipeline.contacts()
+    s0, s1 = model.state(), model.state()
+    newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)
+    heights = [float(s0.body_q.numpy()[-1, 2])]
+    for k in range(13):
+        pipeline.collide(s0, contacts)
+        solver.step(s0, s1, model.control(), contacts, 0.01)
+        s0, s1 = s1, s0
+        if (k + 1) % 3 == 0 or k == 12:
+            heights.append(float(s0.body_q.numpy()[-1, 2]))
+    assert frames.heights == heights
+
+
+def test_energy_drift_is_the_largest_of_the_run(monkeypatch):
+    """``energy_drift_max`` is the largest relative change of a world's energy over the steps, not the last step's:
+    energies 1.0 (start), 1.05, 0.99, 1.0 give 0.05."""
+    energies = iter([1.0, 1.05, 0.99, 1.0])
+    monkeypatch.setattr(runner, "mechanical_energy", lambda model, state: np.array([next(energies)]))
+    summary = run_scene("double_cartpole", 1, 3, None, None, graph=False)
+    assert summary["energy_drift_max"] == pytest.approx(0.05)
+
+
+def test_penetration_of_a_broken_state_is_nan():
+    """Newton's collision finds no contacts of NaN bodies: their penetration is NaN, not 0."""
+    from newton_sap.diagnostics import max_penetration
+
+    model = SCENES["box_stack"].build(1)
+    state = model.state()
+    newton.eval_fk(model, state.joint_q, state.joint_qd, state)
+    pipeline = newton.CollisionPipeline(model)
+    contacts = pipeline.contacts()
+    pipeline.collide(state, contacts)
+    assert max_penetration(model, state, contacts) >= 0.0
+    body_q = state.body_q.numpy()
+    body_q[0, 2] = np.nan
+    state.body_q.assign(body_q)
+    pipeline.collide(state, contacts)
+    assert np.isnan(max_penetration(model, state, contacts))
+
+
+def test_featherstone_runs_report_newtons_contacts():
+    """Contacts per world for Featherstone come from Newton's collision pipeline (SAP's stats before: n/a)."""
+    summary = run_scene("box_stack", 2, 5, None, 0.002, "featherstone", graph=False)
+    assert summary["contacts_per_world_mean"] > 0 and summary["max_penetration_m"] is not None
 
 
 def test_a_run_too_short_to_capture_says_no_graph_ran():
@@ -306,9 +386,9 @@ def test_live_viewer_pauses_and_closing_it_stops_the_run(monkeypatch):
     window = _Window(paused=2, frames=6)
     monkeypatch.setattr(runner, "make_viewer", lambda kind, recording, fps: window)
     summary = run_scene("box_stack", 1, 30, None, None, viewer="gl")
-    # the start and a paused frame at t = 0, then one frame every 3 steps (dt 0.01 s, 30 per second): steps 1, 4, 7, 10
-    assert window.shown == pytest.approx([0.0, 0.0, 0.01, 0.04, 0.07, 0.10])
-    assert summary["interrupted"] and summary["steps"] == 10 and window.closed  # closed after step 10
+    # the start and a paused frame at t = 0, then one frame every 3 steps (dt 0.01 s, 30 per second): steps 3, 6, 9, 12
+    assert window.shown == pytest.approx([0.0, 0.0, 0.03, 0.06, 0.09, 0.12])
+    assert summary["interrupted"] and summary["steps"] == 12 and window.closed  # closed after step 12
 
 
 def test_live_viewer_stays_open_after_the_run(monkeypatch):
@@ -316,4 +396,4 @@ def test_live_viewer_stays_open_after_the_run(monkeypatch):
     monkeypatch.setattr(runner, "make_viewer", lambda kind, recording, fps: window)
     summary = run_scene("box_stack", 1, 6, None, None, viewer="gl")
     assert not summary["interrupted"] and summary["steps"] == 6
-    assert window.shown == pytest.approx([0.0, 0.01, 0.04] + [0.06] * 5) and window.closed  # the start, then 30 fps
+    assert window.shown == pytest.approx([0.0, 0.03, 0.06] + [0.06] * 5) and window.closed  # the start, then 30 fps
