@@ -222,3 +222,41 @@ def test_random_drops_converge_and_never_gain_energy():
         E, E_before = world_energies(model, run.s0), E
         assert np.all(np.isfinite(E)) and np.all(E - E_before <= 0.02 * weight) and np.all(E <= E0), (E, E_before)
     assert np.all(E < 0.9 * E0)
+
+
+def light_chain_on_the_ground(links=32, length=0.05):
+    """A planar chain of ``links`` revolute links (axis y, 0.1 kg, ``length`` [m] apart, a 2 cm sphere each, the
+    root hinged to the world) lying on the ground: one tree whose H, with every link in contact, has
+    cond(D H D) ≈ 3e8, beyond float32's 1/ε (helper review, session 26)."""
+    b = newton.ModelBuilder()
+    b.add_ground_plane(cfg=newton.ModelBuilder.ShapeConfig(mu=0.5))
+    parent, joints = -1, []
+    for k in range(links):
+        link = b.add_link(mass=0.1, inertia=wp.mat33(np.eye(3) * 1e-4))
+        b.add_shape_sphere(link, xform=wp.transform((0.5 * length, 0.0, 0.0), wp.quat_identity()), radius=0.02)
+        offset = (0.0, 0.0, 0.0195) if k == 0 else (length, 0.0, 0.0)
+        joints.append(b.add_joint_revolute(parent, link, axis=(0.0, 1.0, 0.0), parent_xform=wp.transform(offset)))
+        parent = link
+    b.add_articulation(joints)
+    return b.finalize()
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, dict(dense_world_max_dofs=0, block_cholesky_max_dofs=0, pcg_threads="world"),
+     dict(dense_world_max_dofs=0, block_cholesky_max_dofs=0, pcg_threads="dof")],
+    ids=["defaults", "pcg per world", "pcg per dof"],
+)  # fmt: skip
+def test_factorizations_that_round_off_breaks_are_regularized(options):
+    """float32 round-off gives the dense tile Cholesky of this chain's H (the GPUs' path up to 64 dofs; on the CPU
+    with ``--gpu-paths``) and of its PCG preconditioner blocks a non-positive pivot: they are redone with
+    ``factorization.CHOLESKY_SHIFT`` on the diagonal. Before, every step of the world was NaN (flagged failed) on
+    those paths; now no step fails, and the PCG paths converge every step (the CPU's tree LDLᵀ, which takes no
+    square root, converges in about half of them)."""
+    run = Run(light_chain_on_the_ground(), **options)
+    for _ in range(20):
+        run.step(0.01)
+        assert not run.solver.stats.failed.any()
+        if options:
+            assert run.solver.stats.converged.all()
+    assert np.isfinite(run.s0.joint_qd.numpy()).all()
