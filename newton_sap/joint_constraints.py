@@ -256,15 +256,18 @@ def joint_constraint_rows(
             R_m, v_hat_m = bilateral_parameters(g0, w_m, dt)
             slot = base + 4 * n + i
             # v_c = v_i − ρ v_leader: a kinematic side's velocity is given and moves into v̂
-            if dof_is_kinematic(leader, dof_body, body_flags) == 1:
-                write_row(slot, w, BILATERAL, i, 1.0, R_m, v_hat_m + coeffs[1] * v0[leader], 0.0,
-                          c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_dof, c_J, v0, c_vc)  # fmt: skip
+            leader_kinematic = dof_is_kinematic(leader, dof_body, body_flags)
+            row_dof = i
+            row_sign = float(1.0)
+            if leader_kinematic == 1:
+                v_hat_m += coeffs[1] * v0[leader]
             elif dof_is_kinematic(i, dof_body, body_flags) == 1:
-                write_row(slot, w, BILATERAL, leader, -coeffs[1], R_m, v_hat_m - v0[i], 0.0,
-                          c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_dof, c_J, v0, c_vc)  # fmt: skip
-            else:
-                write_row(slot, w, BILATERAL, i, 1.0, R_m, v_hat_m, 0.0,
-                          c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_dof, c_J, v0, c_vc)  # fmt: skip
+                row_dof = leader
+                row_sign = -coeffs[1]
+                v_hat_m -= v0[i]
+            write_row(slot, w, BILATERAL, row_dof, row_sign, R_m, v_hat_m, 0.0,
+                      c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_dof, c_J, v0, c_vc)  # fmt: skip
+            if row_dof == i and leader_kinematic == 0:  # both sides unknowns: the leader's entry too
                 c_nnz[slot] = 2
                 c_dof[slot, 1] = leader
                 c_J[slot, 1] = wp.vec3(-coeffs[1], 0.0, 0.0)

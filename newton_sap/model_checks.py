@@ -237,8 +237,9 @@ def validate_joint_drives_and_limits(model: newton.Model, topo, options: SapOpti
     lower, upper = model.joint_limit_lower.numpy(), model.joint_limit_upper.numpy()
     limit_ke, limit_kd = model.joint_limit_ke.numpy(), model.joint_limit_kd.numpy()
     friction = model.joint_friction.numpy()
-    driven = np.isin(mode, [int(newton.JointTargetMode.POSITION), int(newton.JointTargetMode.VELOCITY),
-                            int(newton.JointTargetMode.POSITION_VELOCITY)]) & ((ke > 0.0) | (kd > 0.0))  # fmt: skip
+    position_mode = np.isin(mode, [int(newton.JointTargetMode.POSITION), int(newton.JointTargetMode.POSITION_VELOCITY)])
+    velocity_mode = mode == int(newton.JointTargetMode.VELOCITY)
+    driven = (position_mode & ((ke > 0.0) | (kd > 0.0))) | (velocity_mode & (kd > 0.0))  # as drive_gains reads them
     limited = (lower > -NO_LIMIT) | (upper < NO_LIMIT)
     scalar = np.zeros(model.joint_dof_count, bool)
     scalar[topo.dof_public[topo.dof_coord >= 0]] = True
@@ -298,12 +299,14 @@ def warn_ignored_joint_settings(model: newton.Model, joints: np.ndarray) -> None
 
 
 def warn_unused_drive_gains(model: newton.Model, joints: np.ndarray) -> None:
-    """One warning naming ``joints``, whose dofs have drive gains but ``joint_target_mode`` NONE or EFFORT (Newton's
-    builder infers NONE from zero gains, so gains written after ``finalize`` need the mode too): no drive acts, as
-    in Newton's SolverMuJoCo (Featherstone applies the gains whatever the mode)."""
+    """One warning naming ``joints``, whose dofs have drive gains that their ``joint_target_mode`` does not use
+    (NONE or EFFORT: none; VELOCITY: only kd. Newton's builder infers NONE from zero gains, so gains written after
+    ``finalize`` need the mode too): no drive acts, as in Newton's SolverMuJoCo (Featherstone applies the gains
+    whatever the mode)."""
     _warn_naming_joints(
-        model, joints, "joint_target_ke/kd are set on dofs whose joint_target_mode is NONE or EFFORT, so no drive "
-        "acts on {}; set joint_target_mode (e.g. JointTargetMode.POSITION) to drive them"
+        model, joints, "joint_target_ke/kd are set on dofs whose joint_target_mode uses none of them (NONE or "
+        "EFFORT; VELOCITY uses kd only), so no drive acts on {}; set joint_target_mode (e.g. "
+        "JointTargetMode.POSITION) to drive them"
     )  # fmt: skip
 
 

@@ -48,6 +48,11 @@ def rows_targeting(model: newton.Model, kind: int, count: int) -> np.ndarray:
     return row_of
 
 
+def loop_joint_rows(model: newton.Model, loop_joints) -> np.ndarray:
+    """Per loop joint of ``loop_joints`` (joint indices): the equality row it was made from, or -1."""
+    return rows_targeting(model, TARGET_JOINT, model.joint_count)[np.asarray(loop_joints, np.int64)]
+
+
 def row_enabled(model: newton.Model) -> np.ndarray | None:
     """``equality_constraint_enabled`` of every row (NumPy bool), or None without rows."""
     rows = equality_rows(model)
@@ -60,7 +65,7 @@ def warn_half_enabled(model: newton.Model, loop_joints: np.ndarray, stacklevel: 
     if enabled is None:
         return
     names = []
-    loop_row = rows_targeting(model, TARGET_JOINT, model.joint_count)[np.asarray(loop_joints, np.int64)]
+    loop_row = loop_joint_rows(model, loop_joints)
     joint_enabled = model.joint_enabled.numpy().astype(bool)
     labels = list(model.joint_label)
     for j, r in zip(loop_joints, loop_row, strict=True):

@@ -49,8 +49,8 @@ def run_scene(scene_name: str, worlds: int, steps: int | None, seconds: float | 
     (collision included) after the first replays a Warp graph captured on first use (one per state parity), as
     Newton's examples do on GPUs; where capture fails the run launches kernel by kernel and the summary says
     why. Ctrl-C stops early and still returns (and plots, records) the steps done. ``max_penetration_m`` is the
-    deepest penetration of the recorded frames (every ``1/30`` s of simulated time, the first and the last state
-    included), by Newton's collision pipeline also where MuJoCo collides on its own; ``contacts_per_world_mean``:
+    deepest penetration of the frames (every ``1/30`` s of simulated time from the first state) and of the last
+    state, by Newton's collision pipeline also where MuJoCo collides on its own; ``contacts_per_world_mean``:
     SAP's contacts in its problems, Featherstone's Newton's contacts per world, none for MuJoCo;
     ``energy_drift_max``: the largest relative change of a world's mechanical energy over the run's steps
     (conservative scenes)."""
@@ -164,7 +164,7 @@ def run_scene(scene_name: str, worlds: int, steps: int | None, seconds: float | 
                 series[key].append(value)
             if done % frame_every == 0 or done == steps:
                 measure()
-                if recorder:
+                if recorder and done % frame_every == 0:  # on the frame grid (USD floors times to its time codes)
                     show(done * dt)
             if progress:
                 progress(done, steps)

@@ -355,20 +355,24 @@ def test_routed_tendons_are_named_in_a_warning():
         newton_sap.SolverSAP(b.finalize())
 
 
-@pytest.mark.parametrize("mode", [newton.JointTargetMode.NONE, newton.JointTargetMode.EFFORT])
-def test_drive_gains_without_a_drive_mode_are_named_in_a_warning(mode):
-    """Gains written after ``finalize`` (the builder inferred mode NONE from zero gains) drive nothing until the mode
-    is set, as in SolverMuJoCo: the check names the joint, at construction and on ``notify_model_changed``."""
+@pytest.mark.parametrize(
+    ("mode", "ke", "kd"),
+    [(newton.JointTargetMode.NONE, 200.0, 0.0), (newton.JointTargetMode.EFFORT, 200.0, 5.0),
+     (newton.JointTargetMode.VELOCITY, 200.0, 0.0)],
+)  # fmt: skip
+def test_drive_gains_without_a_drive_mode_are_named_in_a_warning(mode, ke, kd):
+    """Gains written after ``finalize`` (the builder inferred mode NONE from zero gains), or a VELOCITY drive given
+    only ``ke``, drive nothing, as in SolverMuJoCo: the check names the joint, at construction and on
+    ``notify_model_changed``; with a mode that uses them, no warning."""
     b = newton.ModelBuilder()
     link = b.add_link(mass=1.0, com=wp.vec3(0.2, 0.0, 0.0), inertia=wp.mat33(np.eye(3) * 0.01))
     b.add_articulation([b.add_joint_revolute(-1, link, axis=(0, 1, 0), label="elbow")])
     model = b.finalize()
     model.joint_target_mode.assign(np.array([int(mode)], np.int32))
     solver = newton_sap.SolverSAP(model)
-    model.joint_target_ke.assign(np.array([200.0], np.float32))
-    with pytest.warns(
-        UserWarning, match=r"joint_target_mode is NONE or EFFORT, so no drive acts on joint 0 \('elbow'\)"
-    ):
+    model.joint_target_ke.assign(np.array([ke], np.float32))
+    model.joint_target_kd.assign(np.array([kd], np.float32))
+    with pytest.warns(UserWarning, match=r"uses none of them .* so no drive acts on joint 0 \('elbow'\)"):
         solver.notify_model_changed(newton.ModelFlags.JOINT_DOF_PROPERTIES)
     with pytest.warns(UserWarning, match=r"no drive acts on joint 0 \('elbow'\)"):
         newton_sap.SolverSAP(model)
