@@ -40,23 +40,6 @@ def uses_tree_ldlt(device) -> bool:
     return TREE_LDLT_ON_CPU and wp.get_device(device).is_cpu
 
 
-CHOLESKY_SHIFT = 1.0e-5
-"""A dense tile Cholesky that float32 round-off breaks (a non-positive pivot: an SPD matrix conditioned beyond
-about 1/ε₃₂, e.g. H of a planar chain of 32 links of 0.1 kg and 5 cm lying on the ground, cond(D H D) ≈ 3e8) is
-redone on the matrix plus this fraction of its largest diagonal entry on the diagonal (:func:`largest_diagonal`): a
-regularized, still descending direction (or a slightly stiffened free motion) instead of NaN, which failed the
-world."""
-
-
-@wp.func
-def largest_diagonal(blocks: wp.array3d(dtype=float), t: int, n: int):
-    """The largest diagonal entry of the ``n × n`` block ``blocks[t]``."""
-    d = float(0.0)
-    for i in range(n):
-        d = wp.max(d, blocks[t, i, i])
-    return d
-
-
 @functools.cache
 def dense_free_motion_kernel(n: int):
     """Tile kernel for trees of exactly ``n`` dofs: ``v*[tree] = v0[tree] + Δt · chol_solve(A, τ)`` in the
@@ -82,10 +65,6 @@ def dense_free_motion_kernel(n: int):
             return
         A = wp.tile_load(dense_blocks[t], shape=(n, n))
         L = wp.tile_cholesky(A)
-        if not wp.isfinite(wp.tile_extract(wp.tile_sum(L), 0)):  # round-off broke it: CHOLESKY_SHIFT
-            shift = CHOLESKY_SHIFT * largest_diagonal(dense_blocks, t, n)
-            A = wp.tile_load(dense_blocks[t], shape=(n, n))  # afresh: the factorization may work in place
-            L = wp.tile_cholesky(wp.tile_diag_add(A, wp.tile_ones(shape=n, dtype=float) * shift))
         tau = wp.tile_load(tau_in, shape=n, offset=start)
         x = wp.tile_cholesky_solve(L, tau)
         v0 = wp.tile_load(v0_in, shape=n, offset=start)

@@ -20,7 +20,6 @@ import functools
 
 import warp as wp
 
-from .factorization import CHOLESKY_SHIFT, largest_diagonal
 from .jacobian import row_product
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
@@ -77,12 +76,7 @@ def tree_factor_kernel(n: int):
         w = tree_world[bucket_trees[t]]
         if world_uses_pcg[w] == 0 or world_active[w] == 0:
             return
-        P = wp.tile_load(P_blocks[t], shape=(n, n))
-        L = wp.tile_cholesky(P)
-        if not wp.isfinite(wp.tile_extract(wp.tile_sum(L), 0)):  # round-off broke it: CHOLESKY_SHIFT
-            shift = CHOLESKY_SHIFT * largest_diagonal(P_blocks, t, n)
-            P = wp.tile_load(P_blocks[t], shape=(n, n))  # afresh: the factorization may work in place
-            L = wp.tile_cholesky(wp.tile_diag_add(P, wp.tile_ones(shape=n, dtype=float) * shift))
+        L = wp.tile_cholesky(wp.tile_load(P_blocks[t], shape=(n, n)))
         wp.tile_store(P_blocks[t], L)
 
     return tree_factor

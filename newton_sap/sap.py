@@ -78,7 +78,7 @@ from .contact_constraints import (
     contact_velocity_from_twists,
     first_parked_slot,
 )
-from .factorization import CHOLESKY_SHIFT, largest_diagonal, solve_tree_systems, sparse_matvec, uses_tree_ldlt
+from .factorization import solve_tree_systems, sparse_matvec, uses_tree_ldlt
 from .jacobian import body_chain_twists, row_product, second_walk
 from .joint_constraints import SLOTS_PER_DOF, check_left_out_limits, joint_constraint_rows
 from .line_search import COST_FLAT, NO_DESCENT_RELATIVE_RESIDUAL, line_dots, line_rows, line_search
@@ -788,10 +788,6 @@ def newton_direction_kernel(n: int):
         start = bucket_dof_start[t]
         H = wp.tile_load(H_blocks[t], shape=(n, n))
         L = wp.tile_cholesky(H)
-        if not wp.isfinite(wp.tile_extract(wp.tile_sum(L), 0)):  # round-off broke it: CHOLESKY_SHIFT
-            shift = CHOLESKY_SHIFT * largest_diagonal(H_blocks, t, n)
-            H = wp.tile_load(H_blocks[t], shape=(n, n))  # afresh: the factorization may work in place
-            L = wp.tile_cholesky(wp.tile_diag_add(H, wp.tile_ones(shape=n, dtype=float) * shift))
         g = wp.tile_load(grad, shape=n, offset=start)
         dv = wp.tile_cholesky_solve(L, g)
         wp.tile_store(dv_out, -dv, offset=start)
