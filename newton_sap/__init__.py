@@ -5,9 +5,27 @@ and :class:`SapSnapshot`, and :class:`ModelError`, raised at construction for mo
 cannot simulate.
 """
 
-from .options import SapOptions
-from .snapshot import SapSnapshot
-from .solver_sap import SolverSAP, SolverStats
-from .topology import ModelError
+import importlib
 
-__all__ = ["ModelError", "SapOptions", "SapSnapshot", "SolverSAP", "SolverStats"]
+_EXPORTS = {
+    "ModelError": ".topology",
+    "SapOptions": ".options",
+    "SapSnapshot": ".snapshot",
+    "SolverSAP": ".solver_sap",
+    "SolverStats": ".solver_sap",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    """The public names, imported on first use (Warp and Newton load then): the command line can catch a Ctrl-C
+    during those imports (``__main__``)."""
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted({*globals(), *_EXPORTS})

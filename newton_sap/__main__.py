@@ -21,13 +21,19 @@ import math
 import os
 import sys
 
-import warp as wp
+INTERRUPTED_BEFORE_THE_RUN = "newton-sap: interrupted before the run started"
 
-wp.config.log_level = wp.LOG_WARNING  # before Warp initializes: no banner, no module-load lines
+try:  # Warp and Newton take seconds to import: a Ctrl-C then ends with one line too
+    import warp as wp
 
-from .examples.scenes import SCENES  # noqa: E402
-from .runner import SOLVERS, format_summary, run_scene  # noqa: E402
-from .viewers import RECORDING_FILES, VIEWERS, module_available, viewer_unavailable  # noqa: E402
+    wp.config.log_level = wp.LOG_WARNING  # before Warp initializes: no banner, no module-load lines
+
+    from .examples.scenes import SCENES
+    from .runner import SOLVERS, format_summary, run_scene
+    from .viewers import RECORDING_FILES, VIEWERS, module_available, viewer_unavailable
+except KeyboardInterrupt:
+    print(INTERRUPTED_BEFORE_THE_RUN, file=sys.stderr)
+    sys.exit(130)
 
 DEFAULT_SCENE = "double_cartpole"
 DEFAULT_WORLDS = 256
@@ -126,7 +132,7 @@ def main(argv=None) -> int:
     try:
         return _main(argv)
     except KeyboardInterrupt:
-        print("newton-sap: interrupted before the run started", file=sys.stderr)
+        print(INTERRUPTED_BEFORE_THE_RUN, file=sys.stderr)
         return 130
 
 

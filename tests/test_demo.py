@@ -397,3 +397,25 @@ def test_live_viewer_stays_open_after_the_run(monkeypatch):
     summary = run_scene("box_stack", 1, 6, None, None, viewer="gl")
     assert not summary["interrupted"] and summary["steps"] == 6
     assert window.shown == pytest.approx([0.0, 0.03, 0.06] + [0.06] * 5) and window.closed  # the start, then 30 fps
+
+
+def test_ctrl_c_while_warp_and_newton_load_exits_130_with_one_line(tmp_path):
+    """A Ctrl-C in the seconds ``python -m newton_sap`` spends importing Warp and Newton ends with the one-line
+    message and status 130 (a KeyboardInterrupt traceback from Warp's code generation before: the package imported
+    them eagerly, before the command line's handler)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "newton_sap", "--out", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(0.3)  # inside the imports (about 2.6 s on this machine; the package itself imports nothing heavy)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 130
+    assert "interrupted before the run started" in err and "Traceback" not in err
