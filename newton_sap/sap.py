@@ -573,6 +573,32 @@ def hessian_assembly(
                         wp.atomic_add(pdiag_out, de, value)
 
 
+@wp.func
+def gradient_and_momentum(
+    i: int,
+    momentum_mode: int,
+    dt: float,
+    Ae: wp.array(dtype=float),
+    Av0: wp.array(dtype=float),
+    tau: wp.array(dtype=float),
+    jtg: wp.array(dtype=float),
+):
+    """``∇ℓ_i`` and ``(A v)_i`` of dof i (see :func:`gradient`)."""
+    Av = Ae[i] + Av0[i]
+    g = Ae[i] - jtg[i]
+    if momentum_mode == 1:
+        g -= dt * tau[i]
+    else:
+        Av += dt * tau[i]
+    return g, Av
+
+
+@wp.func
+def norm_terms(d2: float, g: float, Av: float, jtg_i: float):
+    """Dof i's share ``(d² g², d² (A v)², d² (Jᵀγ)²)`` of the squared scaled norms, ``d² = 1/A_ii``."""
+    return wp.vec3(d2 * g * g, d2 * Av * Av, d2 * jtg_i * jtg_i)
+
+
 @wp.kernel
 def gradient(
     # model
@@ -613,16 +639,10 @@ def gradient(
             Ae[i] = 0.0
         else:
             Ae[i] = -dt * tau[i]
-    Av = Ae[i] + Av0[i]
-    g = Ae[i] - jtg[i]
-    if momentum_mode == 1:
-        g -= dt * tau[i]
-    else:
-        Av += dt * tau[i]
+    g, Av = gradient_and_momentum(i, momentum_mode, dt, Ae, Av0, tau, jtg)
     grad_out[i] = g
     grad_model_out[i] = g
-    d2 = A_inv_diag[i]
-    wp.atomic_add(world_norms_out, w, wp.vec3(d2 * g * g, d2 * Av * Av, d2 * jtg[i] * jtg[i]))
+    wp.atomic_add(world_norms_out, w, norm_terms(A_inv_diag[i], g, Av, jtg[i]))
 
 
 FLOOR_PROGRESS = 0.25
@@ -651,27 +671,19 @@ def trees_at_floor(
     tree_dof_start: wp.array(dtype=wp.int32),
     tree_dof_count: wp.array(dtype=wp.int32),
     A_inv_diag: wp.array(dtype=float),
-    grad: wp.array(dtype=float),
     Ae: wp.array(dtype=float),
     Av0: wp.array(dtype=float),
     tau: wp.array(dtype=float),
     jtg: wp.array(dtype=float),
 ):
     """Whether every tree of world w has ``‖D∇ℓ‖_t ≤ TREE_FLOOR · max(‖D A v‖_t, ‖D Jᵀγ‖_t)`` (its dofs' share of
-    :func:`gradient`'s norms, ``A v`` formed as there)."""
+    :func:`gradient`'s norms)."""
     for t in range(world_tree_start[w], world_tree_start[w + 1]):
-        g2 = float(0.0)
-        a2 = float(0.0)
-        j2 = float(0.0)
+        norms = wp.vec3(0.0)
         for i in range(tree_dof_start[t], tree_dof_start[t] + tree_dof_count[t]):
-            d2 = A_inv_diag[i]
-            Av = Ae[i] + Av0[i]
-            if momentum_mode == 0:
-                Av += dt * tau[i]
-            g2 += d2 * grad[i] * grad[i]
-            a2 += d2 * Av * Av
-            j2 += d2 * jtg[i] * jtg[i]
-        if g2 > TREE_FLOOR * TREE_FLOOR * wp.max(a2, j2):
+            g, Av = gradient_and_momentum(i, momentum_mode, dt, Ae, Av0, tau, jtg)
+            norms += norm_terms(A_inv_diag[i], g, Av, jtg[i])
+        if norms[0] > TREE_FLOOR * TREE_FLOOR * wp.max(norms[1], norms[2]):
             return False
     return True
 
@@ -687,7 +699,6 @@ def check_convergence(
     exact_line_search: int,
     dt: float,
     A_inv_diag: wp.array(dtype=float),
-    grad: wp.array(dtype=float),
     Ae: wp.array(dtype=float),
     Av0: wp.array(dtype=float),
     tau: wp.array(dtype=float),
@@ -756,18 +767,7 @@ def check_convergence(
         and (
             exact_line_search == 0
             or trees_at_floor(
-                w,
-                momentum_mode,
-                dt,
-                world_tree_start,
-                tree_dof_start,
-                tree_dof_count,
-                A_inv_diag,
-                grad,
-                Ae,
-                Av0,
-                tau,
-                jtg,
+                w, momentum_mode, dt, world_tree_start, tree_dof_start, tree_dof_count, A_inv_diag, Ae, Av0, tau, jtg
             )
         )  # fmt: skip
     ):
@@ -1508,7 +1508,7 @@ class SapSolver:
             check_convergence,
             dim=topo.world_count,
             inputs=[T.world_tree_start, T.tree_dof_start, T.tree_dof_count, momentum, int(o.line_search == "exact"), dt,
-                    self.A_inv_diag, self.grad,
+                    self.A_inv_diag,
                     self.Ae, self.Av0, tau, self.jtg, self.iteration_count, o.max_iterations, o.abs_tolerance,
                     o.rel_tolerance, self.world_norms,
                     self.world_cost_stalled, self.world_iteration_offset],
