@@ -334,6 +334,34 @@ def warn_disabled_tree_joints(model: newton.Model, topo) -> None:
     )
 
 
+def warn_body_velocities_without_joint_velocities(model: newton.Model, topo) -> None:
+    """One warning naming the bodies whose ``model.body_qd`` is non-zero while every ``joint_qd`` of their tree is
+    zero: a step reads the joint coordinates, not ``body_q``/``body_qd`` (as Newton's Featherstone and MuJoCo
+    solvers), so a velocity set on the body alone (``builder.body_qd[b] = ...``, as for maximal-coordinate solvers)
+    would be dropped without a sign."""
+    if topo.dof_count == 0:
+        return
+    joint_qd = model.joint_qd.numpy()
+    tree_moves = np.zeros(topo.tree_count, bool)
+    np.logical_or.at(tree_moves, topo.dof_tree, joint_qd[topo.dof_public] != 0.0)
+    body_moves = np.any(model.body_qd.numpy() != 0.0, axis=1)
+    in_tree = topo.body_tree >= 0
+    bodies = np.nonzero(body_moves & in_tree & ~tree_moves[np.where(in_tree, topo.body_tree, 0)])[0]
+    if len(bodies) == 0:
+        return
+    labels = list(model.body_label)
+    names = ", ".join(entity_label(labels, int(b), "body") for b in bodies[:5])
+    more = f" and {len(bodies) - 5} more" if len(bodies) > 5 else ""
+    warnings.warn(
+        f"{names}{more} {'has' if len(bodies) == 1 else 'have'} a velocity in model.body_qd but none in their "
+        "joints' joint_qd; SolverSAP steps the joint "
+        "coordinates and ignores it: set the velocity on the joint (a FREE joint's joint_qd is [v_com, ω]) or run "
+        "newton.eval_ik(model, state, state.joint_q, state.joint_qd) on the state first",
+        UserWarning,
+        stacklevel=3,  # the SolverSAP(...) call
+    )
+
+
 def validate_materials(model: newton.Model, options: SapOptions) -> None:
     """Shape materials the contact model reads must be physical; the error names the shape."""
     if model.shape_count == 0:

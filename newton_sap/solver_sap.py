@@ -30,6 +30,7 @@ from .model_checks import (
     check_joint_geometry,
     validate_joint_drives_and_limits,
     validate_materials,
+    warn_body_velocities_without_joint_velocities,
     warn_disabled_tree_joints,
 )
 from .mujoco_equalities import warn_half_enabled, warn_mujoco_only_rows
@@ -127,6 +128,7 @@ class SolverSAP(newton.solvers.SolverBase):
         self.options = SapOptions.from_keywords(options).for_device(model.device)
         self._build()
         self._refresh_model_values(newton.ModelFlags.ALL, announce=False)
+        warn_body_velocities_without_joint_velocities(model, self.topology)
         if model.particle_count:
             warnings.warn(
                 f"the model has {model.particle_count} particles; SolverSAP steps rigid bodies only and does not write "

@@ -355,6 +355,32 @@ def test_routed_tendons_are_named_in_a_warning():
         newton_sap.SolverSAP(b.finalize())
 
 
+def test_a_body_velocity_its_joints_do_not_have_is_named_in_a_warning():
+    """A velocity set on ``body_qd`` alone (maximal-coordinate style, as Newton's XPBD examples do) is not seen by a
+    solver that steps joint coordinates: the constructor names the body. A consistent one (the FREE joint's
+    ``joint_qd`` set too) gives no warning, and the body then moves with it."""
+    b = newton.ModelBuilder(gravity=wp.vec3(0.0))
+    inertia = wp.mat33(np.eye(3) * 1e-2)
+    b.add_body(xform=wp.transform((0.0, 0.0, 1.0), wp.quat_identity()), mass=1.0, inertia=inertia, label="still")
+    thrown = b.add_body(
+        xform=wp.transform((0.0, 2.0, 1.0), wp.quat_identity()), mass=1.0, inertia=inertia, label="thrown"
+    )
+    b.body_qd[thrown] = (3.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    model = b.finalize()
+    with pytest.warns(UserWarning, match=r"body 1 \('thrown'\) has a velocity in model.body_qd but none in"):
+        newton_sap.SolverSAP(model)
+    qd = model.joint_qd.numpy()
+    qd[6:9] = (3.0, 0.0, 0.0)  # the FREE joint's [v_com, ω]
+    model.joint_qd.assign(qd)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        solver = newton_sap.SolverSAP(model)
+    assert not [w for w in record if "model.body_qd" in str(w.message)]
+    state_0, state_1 = model.state(), model.state()
+    solver.step(state_0, state_1, model.control(), None, 0.1)
+    np.testing.assert_allclose(state_1.body_q.numpy()[thrown, :3], (0.3, 2.0, 1.0), atol=1e-6)
+
+
 @pytest.mark.parametrize(
     ("mode", "ke", "kd"),
     [(newton.JointTargetMode.NONE, 200.0, 0.0), (newton.JointTargetMode.EFFORT, 200.0, 5.0),
