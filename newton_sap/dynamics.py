@@ -52,6 +52,17 @@ def body_inertia_about(mass: float, com_local: wp.vec3, inertia_local: wp.mat33,
     return inertia10_about(mass, wp.transform_point(X, com_local) - r, R * inertia_local * wp.transpose(R))
 
 
+@wp.func
+def body_gravity(gravity: wp.array(dtype=wp.vec3), body_world: wp.array(dtype=wp.int32), b: int):
+    """Gravity [m/s²] acting on body b: its world's entry of ``Model.gravity``; for a global body (``body_world``
+    -1, Newton's) the last entry, Newton's global gravity (after the worlds' own, or the one entry of a model
+    without explicit worlds)."""
+    world = body_world[b]
+    if world < 0:
+        world = gravity.shape[0] - 1
+    return gravity[world]
+
+
 @wp.kernel
 def body_inertia_and_bias(
     # model
@@ -97,7 +108,7 @@ def body_inertia_and_bias(
     c = wp.transform_point(X, body_com[b])
     I10 = body_inertia_about(body_mass[b], body_com[b], body_inertia[b], X, r)
     V = twist_shift(body_twist_in[b], r - p)
-    A = twist_shift(body_bias_acc_in[b], r - p) - wp.spatial_vector(wp.vec3(0.0), gravity[body_world[b]])
+    A = twist_shift(body_bias_acc_in[b], r - p) - wp.spatial_vector(wp.vec3(0.0), body_gravity(gravity, body_world, b))
     f = inertia10_apply(I10, A) + force_cross(V, inertia10_apply(I10, V))
     fe = wp.vec3(0.0)
     te = wp.vec3(0.0)

@@ -40,7 +40,7 @@ import warp as wp
 
 from .constraints.dispatch import thread_slots
 from .conventions import body_twist_to_public
-from .dynamics import body_inertia_about
+from .dynamics import body_gravity, body_inertia_about
 from .jacobian import chain_twist
 from .spatial import inertia10_apply
 
@@ -195,14 +195,10 @@ def static_body_wrenches(
 ):
     """Per static body (welded to the world, at rest), what holds it against its own loads, about the origin:
     ``−(m g + f_ext)`` at its COM c and ``−τ_ext`` (``body_f = [f_ext; τ_ext]``, Newton's layout). ``body_world`` is
-    Newton's (-1: global), and a global body's g the last of ``gravity`` (Newton's global gravity after the
-    worlds' own, or the one entry of a model without explicit worlds)."""
+    Newton's (-1: global; see :func:`~newton_sap.dynamics.body_gravity`)."""
     b = static_bodies[wp.tid()]
     c = wp.transform_point(body_q[b], body_com[b])
-    world = body_world[b]
-    if world < 0:
-        world = gravity.shape[0] - 1
-    f = -(body_mass[b] * gravity[world] + wp.spatial_top(body_f[b]))
+    f = -(body_mass[b] * body_gravity(gravity, body_world, b) + wp.spatial_top(body_f[b]))
     body_wrench_out[b] = wp.spatial_vector(wp.cross(c, f) - wp.spatial_bottom(body_f[b]), f)
 
 

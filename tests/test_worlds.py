@@ -133,3 +133,19 @@ def test_contact_worlds_of_different_kinds_equal_each_alone(monkeypatch, gpu_pat
         assert np.allclose(together.q[qs : qs + nq], run_alone.q, atol=1e-4)
         assert np.allclose(together.qd[ds : ds + nd], run_alone.qd, atol=1e-3)
         qs, ds = qs + nq, ds + nd
+
+
+def test_a_global_moving_body_falls_with_newtons_global_gravity():
+    """In a model with one explicit world, a moving body of the global world (-1) shares world 0's problem but
+    falls with Newton's global gravity, the last entry of ``Model.gravity`` (as in Featherstone and MuJoCo);
+    the world's own body with world 0's."""
+    inertia = wp.mat33(np.eye(3) * 1e-2)
+    b = newton.ModelBuilder()
+    b.begin_world()
+    b.add_body(xform=wp.transform((0.0, 0.0, 1.0), wp.quat_identity()), mass=1.0, inertia=inertia)
+    b.end_world()
+    b.add_body(xform=wp.transform((2.0, 0.0, 1.0), wp.quat_identity()), mass=1.0, inertia=inertia)
+    model = b.finalize()
+    model.set_gravity((0.0, 0.0, -1.0), world=-1)
+    state, _ = run(model, model.joint_q.numpy(), model.joint_qd.numpy(), steps=10, dt=0.01)
+    np.testing.assert_allclose(state.body_qd.numpy()[:, 2], [-0.1 * G, -0.1], rtol=1e-5)
