@@ -231,7 +231,10 @@ def line_search(
     terms need re-evaluation per trial. Exact: the root of ``dℓ/dα`` on [0, α_max] (α_max if
     ``dℓ/dα(α_max) ≤ 0``) by Newton's method kept inside a shrinking bracket (bisection fallback).
     Backtracking: the first α of ``1/ρ, 1, ρ, ρ², …`` (``LINE_SEARCH_MAX_ITERATIONS`` trials) with Armijo's
-    ``ℓ(α) ≤ ℓ(0) + c α dℓ/dα(0)``, else the last trial; a direction that does not descend gets α = 0. Also
+    ``ℓ(α) ≤ ℓ(0) + c α dℓ/dα(0)``, else the last trial; a direction that does not descend gets α = 0. Armijo's
+    test is also passed by ``dℓ/dα(α) ≤ c dℓ/dα(0)``, which implies it for a convex ℓ (``ℓ(α) ≤ ℓ(0) + α dℓ/dα(α)``)
+    and which float32 resolves where the cost's change is round-off: the cost test alone then rejected every
+    trial of a stiff drive holding a link on its limit and took the last, shortest one. Also
     records whether Newton's method stalled: the cost criterion of SAP.md §6, the float32 floors
     (``COST_ROUND_OFF``, ``STEP_ROUND_OFF``) or no descent (α = 0). The trials run over the world's live rows
     and the slopes at the ends come from :func:`line_rows`."""
@@ -285,6 +288,8 @@ def line_search(
             alpha = 1.0 / BACKTRACKING_RHO
             for _it in range(LINE_SEARCH_MAX_ITERATIONS):
                 lc, dc, hc = constraint_slope(alpha, begin, end, live_rows, c_kind, c_vc, c_dvc, c_vhat, c_R, c_param)
+                if s0 + alpha * s1 + dc <= ARMIJO_C * slope0:
+                    break  # Armijo's decrease, certified by the slope (see above)
                 if lA0 + alpha * s0 + 0.5 * alpha * alpha * s1 + lc <= cost0 + ARMIJO_C * alpha * slope0:
                     break
                 if _it < LINE_SEARCH_MAX_ITERATIONS - 1:

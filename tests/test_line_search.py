@@ -7,9 +7,12 @@ snapshot's M, v*, J, R, v̂, μ and an independent NumPy projection onto the fri
 that ``line_rows`` finds without impulse along a whole segment are moved along it, not re-evaluated: their
 ``v_c`` must stay ``J v``."""
 
+import newton
 import numpy as np
 import pytest
+import warp as wp
 
+import newton_sap
 from newton_sap.constraints.dispatch import CONTACT
 
 from contact_scenes import Run, box_on_ground, contact_impulses, friction_cone_impulse, sphere_bin
@@ -114,3 +117,37 @@ def test_rows_without_impulse_along_a_segment_follow_it_exactly():
             assert not np.any(sap.c_gamma.numpy()[used[k]])
             assert np.allclose(friction_cone_impulse(Jv[k], v_hat[k], R[k], mu[k]), 0.0, atol=1e-9)
     assert moved_any
+
+
+def test_backtracking_reports_converged_only_near_the_exact_answer():
+    """A stiff drive (1e5 N·m/rad) pulls a link against its near-rigid limit: the cost is large and its changes
+    near the optimum are float32 round-off. Backtracking certifies Armijo's decrease by the slope there (the cost
+    test rejected every trial) and, as its accepted first trial α = 1.25 shrinks the error fourfold per iteration,
+    judges the float32 floor by a slower fall of the residual than the exact search: steps it reports converged
+    are within 2e-4 of the exact search's velocities (before: 1 iteration, 1.6 % off, reported converged)."""
+    b = newton.ModelBuilder()
+    upper = b.add_link(mass=1.0, com=wp.vec3(0.3, 0.0, 0.0), inertia=wp.mat33(np.diag([0.01, 0.02, 0.03])))
+    lower = b.add_link(mass=0.5, com=wp.vec3(0.2, 0.0, 0.0), inertia=wp.mat33(np.eye(3) * 0.01))
+    b.add_articulation([
+        b.add_joint_revolute(-1, upper, axis=(0, 1, 0)),
+        b.add_joint_revolute(upper, lower, axis=(0, 1, 0), parent_xform=wp.transform((0.5, 0, 0), wp.quat_identity()),
+                             target_ke=1e5, effort_limit=1e6, actuator_mode=newton.JointTargetMode.POSITION,
+                             limit_lower=-0.5, limit_upper=0.2),
+    ])  # fmt: skip
+    model = b.finalize()
+    exact, backtracking = newton_sap.SolverSAP(model), newton_sap.SolverSAP(model, line_search="backtracking")
+    control = model.control()
+    control.joint_target_q.assign(np.array([0.0, 1.0], np.float32))
+    s0, s_exact, s_bt = model.state(), model.state(), model.state()
+    s0.joint_q.assign(np.array([0.0, 0.2], np.float32))
+    converged = 0
+    for _ in range(60):  # both from the exact trajectory's states
+        exact.step(s0, s_exact, control, None, 0.01)
+        backtracking.step(s0, s_bt, control, None, 0.01)
+        assert exact.stats.converged[0]
+        if backtracking.stats.converged[0]:
+            converged += 1
+            v = s_exact.joint_qd.numpy()
+            assert np.abs(s_bt.joint_qd.numpy() - v).max() <= 2e-4 * np.abs(v).max()
+        s0, s_exact = s_exact, s0
+    assert converged == 60
