@@ -173,6 +173,7 @@ def init_worlds(
     # inputs
     momentum_mode: int,
     world_constraint_count: wp.array(dtype=wp.int32),
+    world_failed: wp.array(dtype=wp.int32),
     # outputs
     world_active_out: wp.array(dtype=wp.int32),
     world_iterations_out: wp.array(dtype=wp.int32),
@@ -191,7 +192,10 @@ def init_worlds(
     any_retry_out: wp.array(dtype=wp.int32),
 ):
     """A world needs Newton iterations if it has dofs and constraints (v* mode) or dofs (momentum
-    mode); otherwise its answer is ``v*`` with 0 iterations. ``any_active_out[0]`` (zeroed before)
+    mode); otherwise its answer is ``v*`` with 0 iterations. A world with a non-finite input (``world_failed``)
+    takes none either and ends not converged (at ``v0``, or ``v*`` without constraints in v* mode): a NaN that
+    the constraints clamp away would otherwise keep it iterating to ``max_iterations``, and with it the loop
+    of every world. ``any_active_out[0]`` (zeroed before)
     becomes 1 if some world iterates. Also starts the step's sums at zero (the warm start's norms and
     cost; thread 0: the iteration count and the free-motion and retry flags) and the parked contacts'
     bookkeeping (no retry yet): memsets would be graph nodes."""
@@ -206,14 +210,14 @@ def init_worlds(
     world_cost_out[w] = 0.0
     n = world_dof_start[w + 1] - world_dof_start[w]
     active = int(0)
-    if n > 0 and (world_constraint_count[w] > 0 or momentum_mode == 1):
+    if n > 0 and (world_constraint_count[w] > 0 or momentum_mode == 1) and world_failed[w] == 0:
         active = 1
     world_active_out[w] = active
     if active == 1:
         any_active_out[0] = 1
     world_iterations_out[w] = 0
     world_residual_out[w] = 0.0
-    world_converged_out[w] = 1
+    world_converged_out[w] = 1 - world_failed[w]
     world_cost_stalled_out[w] = 0
     world_cg_iterations_out[w] = 0
     world_plain_newton_out[w] = 0
@@ -1306,8 +1310,9 @@ class SapSolver:
             outputs=[y], device=self.device,
         )  # fmt: skip
 
-    def solve(self, A_rows, tree_blocks, v0, v_star, tau, dt: float, free_motion) -> wp.array:
-        """Newton's method on every world; returns the solved internal velocities ``v``.
+    def solve(self, A_rows, tree_blocks, v0, v_star, tau, dt: float, free_motion, world_failed) -> wp.array:
+        """Newton's method on every world but those flagged in ``world_failed`` (a non-finite input: they end at
+        the warm start, not converged); returns the solved internal velocities ``v``.
 
         ``tree_blocks`` holds the dense A blocks of the trees (free-motion layout); PCG worlds build
         their preconditioner from it. ``free_motion(worlds)`` writes ``v_star`` in the worlds flagged in the
@@ -1322,7 +1327,7 @@ class SapSolver:
         wp.launch(
             init_worlds,
             dim=nw,
-            inputs=[T.world_dof_start, momentum, self.world_constraint_count],
+            inputs=[T.world_dof_start, momentum, self.world_constraint_count, world_failed],
             outputs=[self.world_active, self.world_iterations, self.world_residual, self.world_converged,
                      self.world_cost_stalled, self.world_cg_iterations, self.world_plain_newton, self.any_active,
                      self.world_norms, self.world_cost, self.iteration_count, self.any_free_motion,

@@ -48,7 +48,7 @@ from .options import FLOAT32_MAX, FLOAT32_TINY, SapOptions
 from .sap import SapSolver
 from .snapshot import SapSnapshot, take_snapshot
 from .spatial import Inertia10
-from .topology import bucket_views, build_topology, to_device
+from .topology import JOINT_BALL, JOINT_DISTANCE, JOINT_FREE, bucket_views, build_topology, to_device
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
@@ -324,6 +324,7 @@ class SolverSAP(newton.solvers.SolverBase):
         self._check_state(state_out, "state_out", ("joint_q", "joint_qd", "body_q", "body_qd"))
         control = self._control(control)
         momentum = self.options.momentum_mode
+        self._flag_failed_inputs(state_in, control)
         self._dynamics(state_in, control.joint_f, state_in.body_f, dt, passive=1, include_external=1)
         self._sap_ran = contacts is not None or momentum or self._sap.model_constraints
         if self._sap_ran:
@@ -332,7 +333,7 @@ class SolverSAP(newton.solvers.SolverBase):
                                         self._dof_S_tree, self._A_inv_diag, self._body_free_centripetal, self._v0,
                                         self._tau, dt)  # fmt: skip
             v = self._sap.solve(self._rows, self._dense, self._v0, self._v_star, self._tau, dt,
-                                functools.partial(self._free_motion, dt))  # fmt: skip
+                                functools.partial(self._free_motion, dt), self._world_failed)  # fmt: skip
         else:
             self._free_motion(dt)
             v = self._v_star
@@ -343,7 +344,7 @@ class SolverSAP(newton.solvers.SolverBase):
             self._write_contact_forces(contacts, dt, observables, body_parent_f is not None)
         if body_parent_f is not None:
             self._joint_wrench_sums(body_parent_f)
-        self._flag_failed_worlds(state_in, control, v)
+        self._flag_failed_results(v)
         body_qdd = self._observable_output(observables, self.ObservableKind.BODY_QDD, state_out)
         if body_qdd is not None:  # the start's body_qd, before _integrate moves the kinematic buffers on
             wp.launch(public_body_velocities, dim=self.model.body_count,
@@ -363,8 +364,14 @@ class SolverSAP(newton.solvers.SolverBase):
         if self.options.raise_on_nonconvergence:
             stats = self.stats
             if not stats.converged.all():
-                bad = np.nonzero(~stats.converged)[0]
-                raise RuntimeError(f"SAP did not converge in worlds {bad.tolist()} (residuals {stats.residual[bad]})")
+                failed, slow = np.nonzero(stats.failed)[0], np.nonzero(~stats.converged & ~stats.failed)[0]
+                reasons = []
+                if len(failed):
+                    reasons.append(f"worlds {failed.tolist()} failed (a non-finite input, velocity or residual)")
+                if len(slow):
+                    reasons.append(f"SAP did not converge in worlds {slow.tolist()} (residuals {stats.residual[slow]}, "
+                                   f"iterations {stats.iterations[slow]})")  # fmt: skip
+                raise RuntimeError("; ".join(reasons))
 
     def _observable_output(self, observables, kind: str, state_out):
         """Where observable ``kind`` (``BODY_PARENT_F``, ``BODY_QDD``) goes this step: the container's array if it
@@ -623,9 +630,11 @@ class SolverSAP(newton.solvers.SolverBase):
                 self._y, self._x, self._v_star, device,
             )  # fmt: skip
 
-    def _flag_failed_worlds(self, state, control, v) -> None:
-        """``_world_failed``: 1 for the worlds with a non-finite input (``state.joint_q``, ``state.body_f``, the
-        arrays of the resolved ``control``), solved internal velocity in ``v`` or SAP residual."""
+    def _flag_failed_inputs(self, state, control) -> None:
+        """``_world_failed``: 1 for the worlds with a non-finite input (``state.joint_q``, ``joint_qd``, ``body_f``,
+        the arrays of the resolved ``control``) or a zero quaternion in ``joint_q``. Before the solve, which leaves
+        such worlds out (``sap.init_worlds``): a NaN target or feed-forward becomes an impulse clamped to the effort
+        limit, finite, and the world would iterate to ``max_iterations`` in every step."""
         self._world_failed.zero_()
         model, T = self.model, self._topo
         if model.joint_count:
@@ -633,12 +642,25 @@ class SolverSAP(newton.solvers.SolverBase):
                          for name in ("joint_f", "joint_target_qd", "joint_act")]  # fmt: skip
             target_q = control.joint_target_q if control.joint_target_q is not None else state.joint_q
             wp.launch(
-                _flag_nonfinite,
+                _flag_failed_inputs,
                 dim=model.joint_count,
-                inputs=[model.joint_child, model.joint_q_start, model.joint_qd_start, model.joint_dof_dim,
-                        T.joint_dof_internal_start, T.joint_in_tree, T.body_world, state.joint_q, target_q,
-                        *dof_input, state.body_f if state.body_f is not None else self._zero_body_f, v,
-                        int(self._sap_ran), self._sap.world_residual],
+                inputs=[model.joint_type, model.joint_child, model.joint_q_start, model.joint_qd_start,
+                        T.joint_in_tree, T.body_world, state.joint_q, target_q, state.joint_qd, *dof_input,
+                        state.body_f if state.body_f is not None else self._zero_body_f],
+                outputs=[self._world_failed],
+                device=model.device,
+            )  # fmt: skip
+
+    def _flag_failed_results(self, v) -> None:
+        """``_world_failed`` also 1 for the worlds whose solved internal velocity in ``v`` or SAP residual is not
+        finite."""
+        model, T = self.model, self._topo
+        if model.joint_count:
+            wp.launch(
+                _flag_failed_results,
+                dim=model.joint_count,
+                inputs=[model.joint_child, model.joint_dof_dim, T.joint_dof_internal_start, T.joint_in_tree,
+                        T.body_world, v, int(self._sap_ran), self._sap.world_residual],
                 outputs=[self._world_failed],
                 device=model.device,
             )  # fmt: skip
@@ -751,32 +773,81 @@ def _count_dropped(
     overflow_out[1] = wp.max(count - contact_max, 0)
 
 
+@wp.func
+def _quaternion_start(joint_type: int, q_start: int):
+    """Where a joint's quaternion lies in ``joint_q`` (BALL: first; FREE, DISTANCE: after the position), -1 if
+    it has none."""
+    if joint_type == JOINT_BALL:
+        return q_start
+    if joint_type == JOINT_FREE or joint_type == JOINT_DISTANCE:
+        return q_start + 3
+    return -1
+
+
 @wp.kernel
-def _flag_nonfinite(
+def _flag_failed_inputs(
+    joint_type: wp.array(dtype=wp.int32),
     joint_child: wp.array(dtype=wp.int32),
     joint_q_start: wp.array(dtype=wp.int32),
     joint_qd_start: wp.array(dtype=wp.int32),
-    joint_dof_dim: wp.array2d(dtype=wp.int32),
-    joint_dof_internal_start: wp.array(dtype=wp.int32),
     joint_in_tree: wp.array(dtype=wp.int32),
     body_world: wp.array(dtype=wp.int32),
     joint_q_in: wp.array(dtype=float),
     joint_target_q_in: wp.array(dtype=float),
+    joint_qd_in: wp.array(dtype=float),
     joint_f_in: wp.array(dtype=float),
     joint_target_qd_in: wp.array(dtype=float),
     joint_act_in: wp.array(dtype=float),
     body_f_in: wp.array(dtype=wp.spatial_vector),
+    world_failed_out: wp.array(dtype=wp.int32),
+):
+    """One thread per joint: mark its world when one of its inputs is NaN or infinite (coordinates, position
+    targets; velocities, forces, velocity targets and feed-forward of its dofs; its child's ``body_f`` for a tree
+    joint) or its quaternion is zero. Read here because some never reach a velocity: the kinematics normalize a
+    quaternion (a zero one to the identity), a drive clamps a NaN impulse to its effort limit, a loop-closing
+    joint's coordinates pass through the step. NaN model values written without ``notify_model_changed`` are not
+    all caught (a NaN gain or friction coefficient can switch its row off): that call checks them."""
+    j = wp.tid()
+    world = body_world[joint_child[j]]
+    if world < 0:
+        return
+    finite = int(1)
+    for k in range(joint_q_start[j], joint_q_start[j + 1]):
+        if not (wp.isfinite(joint_q_in[k]) and wp.isfinite(joint_target_q_in[k])):
+            finite = 0
+    for k in range(joint_qd_start[j], joint_qd_start[j + 1]):
+        if not (wp.isfinite(joint_qd_in[k]) and wp.isfinite(joint_f_in[k]) and wp.isfinite(joint_target_qd_in[k])
+                and wp.isfinite(joint_act_in[k])):  # fmt: skip
+            finite = 0
+    k = _quaternion_start(joint_type[j], joint_q_start[j])
+    if k >= 0:
+        q = wp.vec4(joint_q_in[k], joint_q_in[k + 1], joint_q_in[k + 2], joint_q_in[k + 3])
+        if wp.dot(q, q) == 0.0:
+            finite = 0
+    if joint_in_tree[j] != 0:
+        f = body_f_in[joint_child[j]]
+        for k in range(6):
+            if not wp.isfinite(f[k]):
+                finite = 0
+    if finite == 0:
+        world_failed_out[world] = 1
+
+
+@wp.kernel
+def _flag_failed_results(
+    joint_child: wp.array(dtype=wp.int32),
+    joint_dof_dim: wp.array2d(dtype=wp.int32),
+    joint_dof_internal_start: wp.array(dtype=wp.int32),
+    joint_in_tree: wp.array(dtype=wp.int32),
+    body_world: wp.array(dtype=wp.int32),
     v_in: wp.array(dtype=float),
     sap_ran: int,
     world_residual: wp.array(dtype=float),
     world_failed_out: wp.array(dtype=wp.int32),
 ):
-    """One thread per joint: mark its world when one of its inputs (coordinates, position targets; forces,
-    velocity targets and feed-forward of its dofs; its child's ``body_f``), solved (internal) velocities or, when
-    the step solved SAP (``sap_ran``), its world's residual is NaN or infinite. The inputs are read here because
-    some reach no velocity: the kinematics normalize a NaN quaternion to the identity, a drive clamps a NaN
-    impulse to its effort limit, a NaN force stops only the world's Newton iterations (at its finite warm start:
-    the residual shows it, also for NaN model values written without ``notify_model_changed``)."""
+    """One thread per joint: mark its world when the solved (internal) velocities of a tree joint's dofs or, when
+    the step solved SAP (``sap_ran``), its world's residual is NaN or infinite (a NaN model value written without
+    ``notify_model_changed``, a float32 overflow)."""
     j = wp.tid()
     world = body_world[joint_child[j]]
     if world < 0:
@@ -784,17 +855,7 @@ def _flag_nonfinite(
     finite = int(1)
     if sap_ran == 1 and not wp.isfinite(world_residual[world]):
         finite = 0
-    for k in range(joint_q_start[j], joint_q_start[j + 1]):
-        if not (wp.isfinite(joint_q_in[k]) and wp.isfinite(joint_target_q_in[k])):
-            finite = 0
-    for k in range(joint_qd_start[j], joint_qd_start[j + 1]):
-        if not (wp.isfinite(joint_f_in[k]) and wp.isfinite(joint_target_qd_in[k]) and wp.isfinite(joint_act_in[k])):
-            finite = 0
     if joint_in_tree[j] != 0:
-        f = body_f_in[joint_child[j]]
-        for k in range(6):
-            if not wp.isfinite(f[k]):
-                finite = 0
         d0 = joint_dof_internal_start[j]
         for k in range(joint_dof_dim[j, 0] + joint_dof_dim[j, 1]):
             if not wp.isfinite(v_in[d0 + k]):

@@ -340,3 +340,16 @@ def test_hinge_closure_of_a_tumbling_planar_linkage_moves_as_a_ball_closure():
     assert np.abs(hinges["revolute"] - hinges["ball"]).max() < 1e-4
     assert energies["revolute"] == pytest.approx(1.0, abs=1e-2)
     assert np.ptp(hinges["revolute"][:, 0]) > 0.01  # the linkage really moves relative to its base
+
+
+def test_a_nan_velocity_of_a_loop_joint_flags_its_world():
+    """A loop-closing joint's ``joint_qd`` is not a coordinate of the system and passes through the step: a NaN
+    there reaches no velocity but the output state, so the inputs' check flags the world."""
+    model = four_bar()
+    solver = newton_sap.SolverSAP(model)
+    s0, s1 = model.state(), model.state()
+    qd = s0.joint_qd.numpy()
+    qd[3] = np.nan  # the closure's dof
+    s0.joint_qd.assign(qd)
+    solver.step(s0, s1, None, None, 0.01)
+    assert solver.stats.failed.tolist() == [True]

@@ -149,3 +149,74 @@ def test_a_global_moving_body_falls_with_newtons_global_gravity():
     model.set_gravity((0.0, 0.0, -1.0), world=-1)
     state, _ = run(model, model.joint_q.numpy(), model.joint_qd.numpy(), steps=10, dt=0.01)
     np.testing.assert_allclose(state.body_qd.numpy()[:, 2], [-0.1 * G, -0.1], rtol=1e-5)
+
+
+def driven_arms(worlds):
+    """``worlds`` copies of a 2-link arm on position drives (1e4 N·m/rad, effort limit 50 N·m) with limits."""
+    arm = newton.ModelBuilder()
+    inertia = wp.mat33(np.eye(3) * 1e-2)
+    upper = arm.add_link(mass=1.0, com=wp.vec3(0.2, 0.0, 0.0), inertia=inertia)
+    lower = arm.add_link(mass=0.5, com=wp.vec3(0.2, 0.0, 0.0), inertia=inertia)
+    drive = {"target_ke": 1e4, "effort_limit": 50.0, "actuator_mode": newton.JointTargetMode.POSITION,
+             "limit_lower": -1.0, "limit_upper": 1.0}  # fmt: skip
+    arm.add_articulation([
+        arm.add_joint_revolute(-1, upper, axis=(0, 1, 0), **drive),
+        arm.add_joint_revolute(upper, lower, axis=(0, 1, 0), parent_xform=wp.transform((0.4, 0, 0), wp.quat_identity()),
+                               **drive),
+    ])  # fmt: skip
+    scene = newton.ModelBuilder()
+    scene.replicate(arm, worlds)
+    return scene.finalize()
+
+
+def step_arms(model, steps, poison=None, **options):
+    solver = newton_sap.SolverSAP(model, **options)
+    control = model.control()
+    control.joint_target_q.assign(np.tile([0.5, -0.5], model.world_count).astype(np.float32))
+    if poison:
+        poison(control)
+    s0, s1 = model.state(), model.state()
+    for _ in range(steps):
+        solver.step(s0, s1, control, None, 0.01)
+        s0, s1 = s1, s0
+    return s0, solver
+
+
+def test_a_world_with_a_nan_drive_target_is_left_out_of_the_solve():
+    """A NaN position target never reaches a velocity (the drive's impulse is clamped to its effort limit): the
+    world is flagged before the solve and takes no Newton iteration, instead of iterating to ``max_iterations``
+    in every step (and holding every world's loop that long); the other worlds step as without it."""
+
+    def poison(control):
+        target = control.joint_target_q.numpy()
+        target[2 * 2 + 1] = np.nan
+        control.joint_target_q.assign(target)
+
+    model = driven_arms(4)
+    clean, _ = step_arms(model, 5)
+    broken, solver = step_arms(model, 5, poison)
+    stats = solver.stats
+    assert stats.failed.tolist() == [False, False, True, False]
+    assert stats.converged.tolist() == [True, True, False, True]
+    assert stats.iterations[2] == 0 and stats.iterations.max() < 10
+    keep = np.arange(8) // 2 != 2
+    assert_same_run(broken.joint_qd.numpy()[keep], clean.joint_qd.numpy()[keep])
+    with pytest.raises(RuntimeError, match=r"worlds \[2\] failed \(a non-finite input"):
+        step_arms(model, 1, poison, raise_on_nonconvergence=True)
+
+
+def test_a_zero_quaternion_flags_its_world():
+    """A FREE joint's quaternion of zeros is no rotation: the world is flagged instead of stepping the identity."""
+    single, q, qd = solo_state(robot(6, 4, "free"), 8)
+    scene = newton.ModelBuilder()
+    scene.replicate(robot(6, 4, "free"), 4)
+    model = scene.finalize()
+    nq = single.joint_coord_count
+
+    def zero_quaternion(state):
+        coords = state.joint_q.numpy()
+        coords[2 * nq + 3 : 2 * nq + 7] = 0.0
+        state.joint_q.assign(coords)
+
+    _, solver = run(model, np.tile(q, 4), np.tile(qd, 4), steps=1, perturb=zero_quaternion)
+    assert solver.stats.failed.tolist() == [False, False, True, False]
