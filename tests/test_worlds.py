@@ -74,11 +74,16 @@ def test_64_replicated_worlds_equal_one():
     assert np.allclose(together.joint_qd.numpy().reshape(64, -1), alone.joint_qd.numpy()[None], atol=1e-5)
 
 
-def test_nan_in_one_world_is_flagged_and_isolated():
+def four_free_robots():
+    """One random FREE-rooted tree alone, a random state of four copies, and the model of the four (four worlds)."""
     single, q, qd = solo_state(robot(6, 4, "free"), 8)
     scene = newton.ModelBuilder()
     scene.replicate(robot(6, 4, "free"), 4)
-    model = scene.finalize()
+    return single, np.tile(q, 4), np.tile(qd, 4), scene.finalize()
+
+
+def test_nan_in_one_world_is_flagged_and_isolated():
+    single, q, qd, model = four_free_robots()
     nd = single.joint_dof_count
 
     def poison(state):
@@ -86,8 +91,8 @@ def test_nan_in_one_world_is_flagged_and_isolated():
         v[2 * nd + 1] = np.nan
         state.joint_qd.assign(v)
 
-    clean, _ = run(model, np.tile(q, 4), np.tile(qd, 4), steps=3)
-    broken, solver = run(model, np.tile(q, 4), np.tile(qd, 4), steps=3, perturb=poison)
+    clean, _ = run(model, q, qd, steps=3)
+    broken, solver = run(model, q, qd, steps=3, perturb=poison)
     assert solver.stats.failed.tolist() == [False, False, True, False]
     assert solver.stats.converged.tolist() == [True, True, False, True]
     keep = np.ones(4 * nd, bool)
@@ -207,10 +212,7 @@ def test_a_world_with_a_nan_drive_target_is_left_out_of_the_solve():
 
 def test_a_zero_quaternion_flags_its_world():
     """A FREE joint's quaternion of zeros is no rotation: the world is flagged instead of stepping the identity."""
-    single, q, qd = solo_state(robot(6, 4, "free"), 8)
-    scene = newton.ModelBuilder()
-    scene.replicate(robot(6, 4, "free"), 4)
-    model = scene.finalize()
+    single, q, qd, model = four_free_robots()
     nq = single.joint_coord_count
 
     def zero_quaternion(state):
@@ -218,5 +220,5 @@ def test_a_zero_quaternion_flags_its_world():
         coords[2 * nq + 3 : 2 * nq + 7] = 0.0
         state.joint_q.assign(coords)
 
-    _, solver = run(model, np.tile(q, 4), np.tile(qd, 4), steps=1, perturb=zero_quaternion)
+    _, solver = run(model, q, qd, steps=1, perturb=zero_quaternion)
     assert solver.stats.failed.tolist() == [False, False, True, False]
