@@ -33,6 +33,7 @@ from .model_checks import (
     warn_body_velocities_without_joint_velocities,
     warn_disabled_tree_joints,
 )
+from .mujoco_actuation import warn_mujoco_actuation
 from .mujoco_equalities import warn_half_enabled, warn_mujoco_only_rows
 from .observables import (
     add_to_parents,
@@ -223,6 +224,8 @@ class SolverSAP(newton.solvers.SolverBase):
             self._joint_rows = validate_joint_drives_and_limits(model, topo, self.options)
         if flags & F.CONSTRAINT_PROPERTIES:
             warn_mujoco_only_rows(model, stacklevel=4)  # the SolverSAP(...) or notify_model_changed call
+        if flags & (F.ACTUATOR_PROPERTIES | F.BODY_PROPERTIES):
+            warn_mujoco_actuation(model, stacklevel=4)
         if flags & (F.CONSTRAINT_PROPERTIES | F.JOINT_PROPERTIES):
             warn_half_enabled(model, topo.loop_joints, stacklevel=4)
         if flags & F.CONSTRAINT_PROPERTIES and topo.dof_count:

@@ -1,5 +1,6 @@
 """Models the solver cannot simulate are refused at construction, naming the entity; bad steps raise."""
 
+import re
 import warnings
 
 import newton
@@ -407,3 +408,46 @@ def test_drive_gains_without_a_drive_mode_are_named_in_a_warning(mode, ke, kd):
         warnings.simplefilter("always")
         newton_sap.SolverSAP(model)
     assert not [w for w in record if "no drive acts" in str(w.message)]
+
+
+ACTUATED_MJCF = """
+<mujoco>
+  <worldbody>
+    <body name="rotor" gravcomp="1">
+      <joint name="spin" type="hinge" axis="0 0 1"/>
+      <geom type="box" size="0.5 0.1 0.1" mass="1.0"/>
+      <body name="arm">
+        <joint name="lift" type="hinge" axis="0 1 0"/>
+        <geom type="box" size="0.5 0.1 0.1" mass="1.0"/>
+      </body>
+      <body name="tip">
+        <joint name="twist" type="hinge" axis="0 1 0"/>
+        <geom type="box" size="0.5 0.1 0.1" mass="1.0"/>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <position joint="spin" kp="100" dampratio="1" ctrlrange="-0.5 0.5"/>
+    <position joint="lift" kp="100" kv="2"/>
+    <motor joint="twist" gear="2" ctrlrange="-1 1"/>
+  </actuator>
+</mujoco>
+"""
+
+
+def test_actuation_only_solver_mujoco_applies_is_named_in_warnings():
+    """With SolverMuJoCo's attributes registered, Newton's MJCF importer keeps a ``<motor>`` (driven by
+    ``control.mujoco.ctrl``), a drive's ctrlrange and dampratio and a body's gravcomp for SolverMuJoCo alone: each
+    is named. A ``<position>`` actuator with plain gains is Newton's joint drive, which SolverSAP applies: not
+    named."""
+    b = newton.ModelBuilder()
+    newton.solvers.SolverMuJoCo.register_custom_attributes(b)
+    b.add_mjcf(ACTUATED_MJCF)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        newton_sap.SolverSAP(b.finalize())
+    messages = [str(w.message) for w in record]
+    assert [m for m in messages if re.match(r"actuator 2 \(joint '.*twist'\) is driven by control.mujoco.ctrl", m)]
+    ranged = [m for m in messages if "force or control ranges or dampratio of" in m]
+    assert len(ranged) == 1 and "spin" in ranged[0] and "lift" not in ranged[0]
+    assert [m for m in messages if re.match(r"gravity compensation .* of body 0 \('.*rotor'\) is applied only", m)]
