@@ -17,6 +17,8 @@ import numpy as np
 
 CTRL_DIRECT = 1
 """``model.mujoco.ctrl_source`` of an actuator driven by ``control.mujoco.ctrl`` (Newton's ``CtrlSource``)."""
+TRN_JOINT = 0
+"""``model.mujoco.actuator_trntype`` of an actuator on a joint dof (``actuator_trnid[k, 0]``; Newton's ``TrnType``)."""
 LIMITED, AUTO = 1, 2
 """``actuator_ctrllimited``/``actuator_forcelimited``: on, or on where a range is given (MuJoCo's ``auto``)."""
 
@@ -32,15 +34,18 @@ def _verb(rows) -> str:
 
 
 def _actuator_names(model: newton.Model, rows: np.ndarray) -> str:
-    """``rows`` of the MuJoCo actuators as ``actuator k (joint 'label')``, the first five and how many more."""
+    """``rows`` of the MuJoCo actuators as ``actuator k (joint 'label')`` (the joint of its dof, for a joint
+    transmission), the first five and how many more."""
     mj = model.mujoco
     dof = mj.actuator_trnid.numpy()[:, 0]
+    on_joint = mj.actuator_trntype.numpy() == TRN_JOINT
     qd_start = model.joint_qd_start.numpy()
     labels = list(model.joint_label)
     names = []
     for k in rows[:5]:
         joint = int(np.searchsorted(qd_start, dof[k], side="right")) - 1
-        names.append(f"actuator {int(k)} (joint '{labels[joint]}')" if 0 <= joint < len(labels) else f"actuator {k}")
+        known = on_joint[k] and 0 <= dof[k] < model.joint_dof_count and joint < len(labels)
+        names.append(f"actuator {int(k)} (joint '{labels[joint]}')" if known else f"actuator {int(k)}")
     return ", ".join(names) + (f" and {len(rows) - 5} more" if len(rows) > 5 else "")
 
 
