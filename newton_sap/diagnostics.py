@@ -25,7 +25,7 @@ def mechanical_energy(model: newton.Model, state: newton.State) -> np.ndarray:
     """Kinetic plus gravitational potential energy [J] of every world, shape (world_count,).
 
     ``Σ_b ½ m |v_com|² + ½ ωᵀ I_w ω − m g·c`` from the public body state (``body_qd = [v_com; ω]``);
-    armature energy is not included (it is not a body property)."""
+    armature energy is not included (it is not a body property). Global bodies (world -1) count in world 0."""
     X = state.body_q.numpy().astype(np.float64)
     V = state.body_qd.numpy().astype(np.float64)
     m = model.body_mass.numpy().astype(np.float64)
@@ -33,8 +33,9 @@ def mechanical_energy(model: newton.Model, state: newton.State) -> np.ndarray:
     I_w = R @ model.body_inertia.numpy().astype(np.float64) @ np.swapaxes(R, 1, 2)
     c = X[:, :3] + np.einsum("bij,bj->bi", R, model.body_com.numpy().astype(np.float64))
     world = model.body_world.numpy()
-    world = np.where(world < 0, 0, world)
-    g = model.gravity.numpy().astype(np.float64)[world]
+    gravity = model.gravity.numpy().astype(np.float64)
+    g = gravity[np.where(world < 0, len(gravity) - 1, world)]  # a global body: Newton's global gravity, the last
+    world = np.where(world < 0, 0, world)  # ... counted in world 0 (global bodies move only in one-world models)
     w = V[:, 3:]
     e = 0.5 * m * np.einsum("bi,bi->b", V[:, :3], V[:, :3]) + 0.5 * np.einsum("bi,bij,bj->b", w, I_w, w)
     e -= m * np.einsum("bi,bi->b", g, c)

@@ -59,7 +59,8 @@ NOT_MOVED = 3
 """``world_cost_stalled`` value of a world whose step left every velocity as it was (``STEP_ROUND_OFF``): the
 next direction would be the same."""
 NO_DESCENT_RELATIVE_RESIDUAL = 0.1
-"""A stalled world whose ‖D∇ℓ‖ exceeds this fraction of ``max(‖D A v‖, ‖D Jᵀγ‖)`` ends not converged.
+"""A stalled world (no descent, no move, or a flat cost while its residual no longer falls fast: ``check_convergence``)
+whose ‖D∇ℓ‖ exceeds this fraction of ``max(‖D A v‖, ‖D Jᵀγ‖)`` ends not converged.
 Measured: the float32 floors leave up to about 1e-2 (stall exits over the test and benchmark scenes: medians
 1e-5 to 3e-4, largest 8e-3 on the landing pile; round-off exits without descent up to 6.5e-3 with
 backtracking), a wrong direction (an H assembled wrongly) about 1; a friction regularization σ = 1e-9 left a

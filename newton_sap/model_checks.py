@@ -28,6 +28,7 @@ from .topology import (
     ModelError,
     Topology,
     entity_label,
+    entity_list,
 )
 
 UNIT_TOLERANCE = 1e-3
@@ -284,9 +285,7 @@ def validate_joint_drives_and_limits(model: newton.Model, topo, options: SapOpti
 
 def joint_list(model: newton.Model, joints: np.ndarray) -> str:
     """``joints`` by index and label for a message, the first five and how many more."""
-    labels = list(model.joint_label)
-    names = [entity_label(labels, int(j), "joint") for j in joints[:5]]
-    return ", ".join(names) + (f" and {len(joints) - 5} more" if len(joints) > 5 else "")
+    return entity_list(list(model.joint_label), joints, "joint")
 
 
 def warn_ignored_joint_settings(model: newton.Model, joints: np.ndarray) -> None:
@@ -349,12 +348,9 @@ def warn_body_velocities_without_joint_velocities(model: newton.Model, topo) -> 
     bodies = np.nonzero(body_moves & in_tree & ~tree_moves[np.where(in_tree, topo.body_tree, 0)])[0]
     if len(bodies) == 0:
         return
-    labels = list(model.body_label)
-    names = ", ".join(entity_label(labels, int(b), "body") for b in bodies[:5])
-    more = f" and {len(bodies) - 5} more" if len(bodies) > 5 else ""
+    names, verb = entity_list(list(model.body_label), bodies, "body"), "has" if len(bodies) == 1 else "have"
     warnings.warn(
-        f"{names}{more} {'has' if len(bodies) == 1 else 'have'} a velocity in model.body_qd but none in their "
-        "joints' joint_qd; SolverSAP steps the joint "
+        f"{names} {verb} a velocity in model.body_qd but none in their joints' joint_qd; SolverSAP steps the joint "
         "coordinates and ignores it: set the velocity on the joint (a FREE joint's joint_qd is [v_com, ω]) or run "
         "newton.eval_ik(model, state, state.joint_q, state.joint_qd) on the state first",
         UserWarning,

@@ -1,6 +1,6 @@
 """What Newton's MJCF importer keeps for SolverMuJoCo alone about actuation, named in warnings.
 
-With ``SolverMuJoCo.register_custom_attributes``, Newton's MJCF importer turns a ``<position>``/``<velocity>``
+Newton's MJCF importer (which registers SolverMuJoCo's custom attributes itself) turns a ``<position>``/``<velocity>``
 actuator on a joint into Newton's joint drive (``joint_target_ke/kd``, ``joint_target_mode``), which SolverSAP
 applies, and keeps the rest in ``model.mujoco``: actuators driven by ``control.mujoco.ctrl`` (``<motor>``,
 ``<general>``; ``ctrl_source`` CTRL_DIRECT), the force and control ranges and ``dampratio`` of the drives (the
@@ -14,6 +14,8 @@ import warnings
 
 import newton
 import numpy as np
+
+from .topology import entity_list, name_list
 
 CTRL_DIRECT = 1
 """``model.mujoco.ctrl_source`` of an actuator driven by ``control.mujoco.ctrl`` (Newton's ``CtrlSource``)."""
@@ -46,7 +48,7 @@ def _actuator_names(model: newton.Model, rows: np.ndarray) -> str:
         joint = int(np.searchsorted(qd_start, dof[k], side="right")) - 1
         known = on_joint[k] and 0 <= dof[k] < model.joint_dof_count and joint < len(labels)
         names.append(f"actuator {int(k)} (joint '{labels[joint]}')" if known else f"actuator {int(k)}")
-    return ", ".join(names) + (f" and {len(rows) - 5} more" if len(rows) > 5 else "")
+    return name_list(names, len(rows))
 
 
 def warn_mujoco_actuation(model: newton.Model, stacklevel: int) -> None:
@@ -85,12 +87,10 @@ def warn_mujoco_actuation(model: newton.Model, stacklevel: int) -> None:
     if gravcomp is not None and model.body_count:
         bodies = np.nonzero(gravcomp.numpy()[: model.body_count] != 0.0)[0]
         if len(bodies):
-            labels = list(model.body_label)
-            names = ", ".join(f"body {int(b)} ('{labels[b]}')" for b in bodies[:5])
-            more = f" and {len(bodies) - 5} more" if len(bodies) > 5 else ""
+            names = entity_list(list(model.body_label), bodies, "body")
             warnings.warn(
-                f"gravity compensation (model.mujoco.gravcomp) of {names}{more} is applied only by SolverMuJoCo; "
-                "SolverSAP lets such bodies fall",
+                f"gravity compensation (model.mujoco.gravcomp) of {names} is applied only by SolverMuJoCo; SolverSAP "
+                "lets such bodies fall",
                 UserWarning,
                 stacklevel=stacklevel,
             )

@@ -19,6 +19,8 @@ import warnings
 import newton
 import numpy as np
 
+from .topology import name_list
+
 _KIND = newton.solvers.mujoco.equality.MjcEqualityTargetKind
 TARGET_NONE, TARGET_JOINT, TARGET_MIMIC = int(_KIND.NONE), int(_KIND.JOINT), int(_KIND.MIMIC)
 """What a row became: nothing (a MuJoCo-only row), a loop joint, a mimic constraint."""
@@ -81,9 +83,8 @@ def warn_half_enabled(model: newton.Model, loop_joints: np.ndarray, stacklevel: 
             if mimic_row[c] >= 0 and enabled[mimic_row[c]] != mimic_enabled[c]
         ]
     if names:
-        more = f" and {len(names) - 5} more" if len(names) > 5 else ""
         warnings.warn(
-            f"{', '.join(names[:5])}{more} made from MuJoCo equality rows act only while both their own enabled "
+            f"{name_list(names, len(names))} made from MuJoCo equality rows act only while both their own enabled "
             "flag (joint_enabled, constraint_mimic_enabled) and the row's model.mujoco.equality_constraint_enabled "
             "are True; now the two disagree",
             UserWarning,
@@ -101,10 +102,9 @@ def warn_mujoco_only_rows(model: newton.Model, stacklevel: int) -> None:
         return
     labels = list(getattr(rows, "equality_constraint_label", None) or [])
     names = [f"row {r}" + (f" ('{labels[r]}')" if r < len(labels) and labels[r] else "") for r in only[:5]]
-    more = f" and {len(only) - 5} more" if len(only) > 5 else ""
     warnings.warn(
         f"MuJoCo equality rows that Newton did not convert to loop joints or mimic constraints are applied only "
-        f"by SolverMuJoCo, not by SolverSAP: {', '.join(names)}{more} of model.mujoco.equality_constraint_*",
+        f"by SolverMuJoCo, not by SolverSAP: {name_list(names, len(only))} of model.mujoco.equality_constraint_*",
         UserWarning,
         stacklevel=stacklevel,
     )

@@ -193,7 +193,8 @@ def init_worlds(
 ):
     """A world needs Newton iterations if it has dofs and constraints (v* mode) or dofs (momentum
     mode); otherwise its answer is ``v*`` with 0 iterations. A world with a non-finite input (``world_failed``)
-    takes none either and ends not converged (at ``v0``, or ``v*`` without constraints in v* mode): a NaN that
+    takes none either, not even in a retry, and ends not converged with a NaN residual (at ``v0``, or ``v*``
+    without constraints in v* mode): a NaN that
     the constraints clamp away would otherwise keep it iterating to ``max_iterations``, and with it the loop
     of every world. ``any_active_out[0]`` (zeroed before)
     becomes 1 if some world iterates. Also starts the step's sums at zero (the warm start's norms and
@@ -217,6 +218,8 @@ def init_worlds(
         any_active_out[0] = 1
     world_iterations_out[w] = 0
     world_residual_out[w] = 0.0
+    if world_failed[w] != 0:
+        world_residual_out[w] = wp.nan  # as a NaN solve's: the left-out rows' checks skip such worlds (no retry)
     world_converged_out[w] = 1 - world_failed[w]
     world_cost_stalled_out[w] = 0
     world_cg_iterations_out[w] = 0
@@ -737,10 +740,11 @@ def check_convergence(
     world_row_slopes_out: wp.array(dtype=wp.vec2),
 ):
     """Stop a world at optimality, when Newton's method stalled at the float32 floor (``line_search``: no descent,
-    no move, or a flat cost while the residual no longer falls fast, ``FLOOR_PROGRESS``, and every tree is near its
-    own optimum, ``TREE_FLOOR``), or after
-    ``max_iterations`` (not converged). A world that stalled while its residual is above
-    ``NO_DESCENT_RELATIVE_RESIDUAL`` of ``max(‖D A v‖, ‖D Jᵀγ‖)`` stops not converged. NaN
+    no move, or a flat cost while the residual no longer falls fast, ``FLOOR_PROGRESS`` or with backtracking
+    ``BACKTRACKING_FLOOR_PROGRESS``, and, with the exact line search, every tree is near its own optimum,
+    ``TREE_FLOOR``), or after ``max_iterations`` (not converged). A world that stalled so (a flat cost only once
+    its residual no longer falls fast) while its residual is above ``NO_DESCENT_RELATIVE_RESIDUAL`` of
+    ``max(‖D A v‖, ‖D Jᵀγ‖)`` stops not converged. NaN
     residuals never pass, so a broken world ends not converged. ``iteration_count[0]`` is the number of Newton
     iterations done in this loop, ``world_iteration_offset`` those of the world's earlier loops in the step (a retry,
     see the module doc); ``any_active_out[0]`` (zeroed before) becomes 1 if some world goes on; a world that goes on
@@ -1047,6 +1051,7 @@ class SapSolver:
         self.any_tree_local = zeros(1, wp.int32)  # some world is flagged in world_tree_local (the tree LDLᵀ's)
         self.free_motion_worlds = zeros(nw, wp.int32)  # the worlds that read v* (a mask)
         self.world_retry = zeros(nw, wp.int32)  # a parked contact would act: solve the world again
+        self.world_failed = zeros(nw, wp.int32)  # the last solve's worlds left out (its caller's flags, see solve)
         self.world_iteration_offset = zeros(nw, wp.int32)  # Newton iterations before this retry
         self.any_retry = zeros(1, wp.int32)  # some world is flagged in world_retry (the retry loop's condition)
         self.parking = False  # this step has parked contacts to check (setup_constraints)
@@ -1323,6 +1328,7 @@ class SapSolver:
         momentum = int(o.momentum_mode)
         v_ref = v0 if momentum else v_star
         nw, ndof = topo.world_count, topo.dof_count
+        self.world_failed = world_failed  # read by write_contact_forces
         self.any_active.zero_()
         wp.launch(
             init_worlds,
@@ -1741,7 +1747,8 @@ class SapSolver:
         """The step's per-contact forces into ``contacts.rigid_contact_force`` and, given ``wrench`` (a
         contact-indexed ``spatial_vector`` array), the wrenches on body 0 into its rigid rows; given
         ``body_wrench`` (per body), each contact's wrench on each of its bodies subtracted from it, about the
-        tree points ``tree_ref``. ``body_q``: the step's start poses. Conventions and units: ``observables.py``."""
+        tree points ``tree_ref``. ``body_q``: the step's start poses. The contacts of the worlds the last solve
+        left out (``world_failed``) exert nothing: they act on no velocity. Conventions, units: ``observables.py``."""
         force = getattr(contacts, "rigid_contact_force", None) if contacts is not None else None
         if force is None and wrench is None and body_wrench is None:
             return
@@ -1755,7 +1762,8 @@ class SapSolver:
             dim=-(-self.contact_slots // self.slots_per_thread),
             inputs=[model.shape_body, model.body_com, self.slots_per_thread, self.contact_slots, dt,
                     contacts.rigid_contact_count, contacts.rigid_contact_shape0, contacts.rigid_contact_shape1,
-                    self.contact_slot, body_q, self.T.body_tree, tree_ref, self.c_frame, self.c_gamma, self.c_point],
+                    self.contact_slot, body_q, self.T.body_tree, tree_ref, self.c_world, self.world_failed,
+                    self.c_frame, self.c_gamma, self.c_point],
             outputs=[force, wrench, body_wrench],
             device=self.device,
         )  # fmt: skip

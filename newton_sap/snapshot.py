@@ -32,7 +32,8 @@ class SapSnapshot:
         bias: ``b(q, v)`` with ``M q̈ + b = τ`` [N, N·m]: gravity, Coriolis and gyroscopic terms.
         tau: The step's right-hand side ``joint_f + Jᵀ body_f − b − D v0 − K (q0 + Δt v0 − q_rest)``
             [N, N·m] (D, K: joint damping and stiffness; K acts on scalar coordinates only).
-        v_star: Free-motion velocity ``v0 + Δt (M + Δt D + Δt² K)⁻¹ τ`` (public convention at ``q0``).
+        v_star: Free-motion velocity ``v0 + Δt (M + Δt D + Δt² K)⁻¹ τ − Δt Ṫ q̇_int`` (public convention at ``q0``;
+            the last term, zero but for a spinning free body whose COM is off its origin, is explained below).
         dofs: Per world, the (n,) increasing public dof indices of the rows and columns.
         contact_jacobian: With contacts: per world, the contacts' ``J`` of shape (3·nc, n) with
             ``v_c = J joint_qd`` [m/s], three rows (t1, t2, n) per contact in the order of Newton's contact buffer.

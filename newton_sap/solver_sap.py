@@ -60,13 +60,17 @@ class SolverStats:
 
     Attributes:
         iterations: Newton iterations of the SAP solve (0: a world without constraints in the v* mode,
-            or one whose warm start ``v0`` already passes the first check, e.g. at rest).
-        residual: Last scaled optimality residual ``‖D ∇ℓ‖`` [√kg·m/s] of the SAP solve.
-        converged: False where the world failed (non-finite state or result) or did not converge. True
-            where the optimality criterion held, or where Newton's method stopped gaining at the float32
-            floor (see ``SapOptions.rel_tolerance``; ``residual`` says where).
-        failed: True where one of the world's inputs (``joint_q``, ``body_f``, the control arrays), its solved
-            velocities or its SAP residual is not finite; other worlds are unaffected.
+            one whose warm start ``v0`` already passes the first check, e.g. at rest, or one that failed on
+            its inputs).
+        residual: Last scaled optimality residual ``‖D ∇ℓ‖`` [√kg·m/s] of the SAP solve (NaN in a failed world).
+        converged: False where the world failed or did not converge. True where the optimality criterion held,
+            or where Newton's method stopped gaining at the float32 floor (see ``SapOptions.rel_tolerance``;
+            ``residual`` says where).
+        failed: True where one of the world's inputs (``joint_q``, ``joint_qd``, ``body_f``, the control
+            arrays) is not finite or a quaternion of its ``joint_q`` is zero (such a world is left out of the
+            solve: it ends at its warm start ``v0``, or at ``v*`` without constraints in v* mode, and its
+            contacts report no force), or where its solved velocities or its SAP residual are not finite;
+            other worlds are unaffected.
         num_contacts: Contacts of the world that entered the SAP problem.
         num_constraints: All constraints of the world in the SAP problem (contacts, drives, limits,
             joint friction, mimic couplings, loop closures).
@@ -370,7 +374,8 @@ class SolverSAP(newton.solvers.SolverBase):
                 failed, slow = np.nonzero(stats.failed)[0], np.nonzero(~stats.converged & ~stats.failed)[0]
                 reasons = []
                 if len(failed):
-                    reasons.append(f"worlds {failed.tolist()} failed (a non-finite input, velocity or residual)")
+                    reasons.append(f"worlds {failed.tolist()} failed (a non-finite input or zero quaternion, or a "
+                                   "non-finite velocity or residual)")  # fmt: skip
                 if len(slow):
                     reasons.append(f"SAP did not converge in worlds {slow.tolist()} (residuals {stats.residual[slow]}, "
                                    f"iterations {stats.iterations[slow]})")  # fmt: skip

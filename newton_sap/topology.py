@@ -57,6 +57,16 @@ def entity_label(labels: list[str], index: int, kind: str) -> str:
     return f"{kind} {index} ('{name}')"
 
 
+def name_list(names: list[str], count: int) -> str:
+    """The first five of ``names``, the names of ``count`` entities, joined for a message, and how many more."""
+    return ", ".join(names[:5]) + (f" and {count - 5} more" if count > 5 else "")
+
+
+def entity_list(labels: list[str], indices, kind: str) -> str:
+    """:func:`name_list` of the entities ``indices`` as :func:`entity_label` names them."""
+    return name_list([entity_label(labels, int(i), kind) for i in indices[:5]], len(indices))
+
+
 @dataclass
 class Topology:
     """All index tables of one model; NumPy on the host, mirrored to the device by :meth:`to_device`.

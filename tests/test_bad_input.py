@@ -436,12 +436,11 @@ ACTUATED_MJCF = """
 
 
 def test_actuation_only_solver_mujoco_applies_is_named_in_warnings():
-    """With SolverMuJoCo's attributes registered, Newton's MJCF importer keeps a ``<motor>`` (driven by
+    """Newton's MJCF importer keeps a ``<motor>`` (driven by
     ``control.mujoco.ctrl``), a drive's ctrlrange and dampratio and a body's gravcomp for SolverMuJoCo alone: each
     is named. A ``<position>`` actuator with plain gains is Newton's joint drive, which SolverSAP applies: not
     named."""
     b = newton.ModelBuilder()
-    newton.solvers.SolverMuJoCo.register_custom_attributes(b)
     b.add_mjcf(ACTUATED_MJCF)
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")

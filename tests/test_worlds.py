@@ -157,13 +157,14 @@ def test_a_global_moving_body_falls_with_newtons_global_gravity():
 
 
 def driven_arms(worlds):
-    """``worlds`` copies of a 2-link arm on position drives (1e4 N·m/rad, effort limit 50 N·m) with limits."""
+    """``worlds`` copies of a 2-link arm on position drives (100 N·m/rad, 5 N·m·s/rad, Newton's effort limit) with
+    limits at ±0.5 rad."""
     arm = newton.ModelBuilder()
     inertia = wp.mat33(np.eye(3) * 1e-2)
     upper = arm.add_link(mass=1.0, com=wp.vec3(0.2, 0.0, 0.0), inertia=inertia)
     lower = arm.add_link(mass=0.5, com=wp.vec3(0.2, 0.0, 0.0), inertia=inertia)
-    drive = {"target_ke": 1e4, "effort_limit": 50.0, "actuator_mode": newton.JointTargetMode.POSITION,
-             "limit_lower": -1.0, "limit_upper": 1.0}  # fmt: skip
+    drive = {"target_ke": 100.0, "target_kd": 5.0, "actuator_mode": newton.JointTargetMode.POSITION,
+             "limit_lower": -0.5, "limit_upper": 0.5}  # fmt: skip
     arm.add_articulation([
         arm.add_joint_revolute(-1, upper, axis=(0, 1, 0), **drive),
         arm.add_joint_revolute(upper, lower, axis=(0, 1, 0), parent_xform=wp.transform((0.4, 0, 0), wp.quat_identity()),
@@ -189,8 +190,9 @@ def step_arms(model, steps, poison=None, **options):
 
 def test_a_world_with_a_nan_drive_target_is_left_out_of_the_solve():
     """A NaN position target never reaches a velocity (the drive's impulse is clamped to its effort limit): the
-    world is flagged before the solve and takes no Newton iteration, instead of iterating to ``max_iterations``
-    in every step (and holding every world's loop that long); the other worlds step as without it."""
+    world is flagged before the solve and takes no Newton iteration (before, it iterated on a clamped, finite
+    problem: here 2-5 iterations per step, in a review's scene with box stacks beside the arms up to
+    ``max_iterations``, holding every world's loop that long); the other worlds step as without it."""
 
     def poison(control):
         target = control.joint_target_q.numpy()
@@ -222,3 +224,67 @@ def test_a_zero_quaternion_flags_its_world():
 
     _, solver = run(model, q, qd, steps=1, perturb=zero_quaternion)
     assert solver.stats.failed.tolist() == [False, False, True, False]
+
+
+def test_a_failed_world_is_not_solved_in_a_retry():
+    """A failed world (a zero quaternion on a ball in the air) takes no Newton iteration even where a parked
+    contact of its box, pushed down hard, would close its 5 cm gap at ``v*``: the check of parked rows skips it, so
+    no retry reopens it. The healthy world's box is solved with its contact."""
+    b = newton.ModelBuilder()
+    box = b.add_body(xform=wp.transform((0.0, 0.0, 0.15), wp.quat_identity()))
+    b.add_shape_box(box, hx=0.1, hy=0.1, hz=0.1)
+    ball = b.add_body(xform=wp.transform((3.0, 0.0, 5.0), wp.quat_identity()))
+    b.add_shape_sphere(ball, radius=0.1)
+    b.add_ground_plane()
+    scene = newton.ModelBuilder()
+    scene.replicate(b, 2)
+    model = scene.finalize()
+    solver = newton_sap.SolverSAP(model, park_distant_contacts=True)
+    pipeline = newton.CollisionPipeline(model)
+    contacts = pipeline.contacts()
+    s0, s1, control = model.state(), model.state(), model.control()
+    push = control.joint_f.numpy()
+    push[[2, 14]] = -2.0e4  # [N] on each box: v* closes its gap within the step
+    control.joint_f.assign(push)
+    q = s0.joint_q.numpy()
+    q[14 + 7 + 3 : 14 + 7 + 7] = 0.0  # world 1's ball
+    s0.joint_q.assign(q)
+    pipeline.collide(s0, contacts)
+    solver.step(s0, s1, control, contacts, 0.01)
+    stats = solver.stats
+    assert stats.failed.tolist() == [False, True]
+    assert stats.iterations[1] == 0 and stats.iterations[0] > 0
+
+
+def test_the_contacts_of_a_failed_world_exert_nothing():
+    """Boxes of 1 and 50 kg resting in two worlds; then the heavy one's ``joint_f`` is NaN: its world is left out of
+    the solve, its bodies take no impulse, and its contacts report no force (their rows still hold the last step's
+    impulses); the light box's contacts carry its weight."""
+    scene = newton.ModelBuilder()
+    for mass in (1.0, 50.0):
+        b = newton.ModelBuilder()
+        body = b.add_body(xform=wp.transform((0.0, 0.0, 0.1), wp.quat_identity()))
+        b.add_shape_box(body, hx=0.1, hy=0.1, hz=0.1, cfg=newton.ModelBuilder.ShapeConfig(density=mass / 0.008))
+        scene.add_world(b)
+    scene.add_ground_plane()
+    model = scene.finalize()
+    solver = newton_sap.SolverSAP(model)
+    pipeline = newton.CollisionPipeline(model)
+    contacts = pipeline.contacts()
+    s0, s1, control = model.state(), model.state(), model.control()
+    for step in range(6):
+        if step == 5:
+            f = control.joint_f.numpy()
+            f[6 + 2] = np.nan
+            control.joint_f.assign(f)
+        pipeline.collide(s0, contacts)
+        solver.step(s0, s1, control, contacts, 0.01)
+        s0, s1 = s1, s0
+    assert solver.stats.failed.tolist() == [False, True]
+    n = contacts.rigid_contact_count.numpy()[0]
+    shape_world = model.shape_world.numpy()
+    pair_world = np.maximum(shape_world[contacts.rigid_contact_shape0.numpy()[:n]],
+                            shape_world[contacts.rigid_contact_shape1.numpy()[:n]])  # fmt: skip
+    force = contacts.rigid_contact_force.numpy()[:n]
+    assert np.all(force[pair_world == 1] == 0.0)
+    np.testing.assert_allclose(force[pair_world == 0, 2].sum(), G, rtol=1e-2)  # the light box's weight [N], settling
