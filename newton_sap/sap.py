@@ -227,6 +227,33 @@ def init_worlds(
 
 
 @wp.kernel
+def idle_worlds(
+    # inputs
+    world_failed: wp.array(dtype=wp.int32),
+    # outputs
+    world_iterations_out: wp.array(dtype=wp.int32),
+    world_residual_out: wp.array(dtype=float),
+    world_converged_out: wp.array(dtype=wp.int32),
+    world_contact_count_out: wp.array(dtype=wp.int32),
+    world_constraint_count_out: wp.array(dtype=wp.int32),
+    world_parked_count_out: wp.array(dtype=wp.int32),
+    world_cg_iterations_out: wp.array(dtype=wp.int32),
+):
+    """Per world, the statistics of a step without a SAP problem: no iterations, contacts or constraints, converged
+    at ``v*`` (a failed world, ``world_failed``, not, with a NaN residual as in :func:`init_worlds`)."""
+    w = wp.tid()
+    world_iterations_out[w] = 0
+    world_residual_out[w] = 0.0
+    if world_failed[w] != 0:
+        world_residual_out[w] = wp.nan
+    world_converged_out[w] = 1 - world_failed[w]
+    world_contact_count_out[w] = 0
+    world_constraint_count_out[w] = 0
+    world_parked_count_out[w] = 0
+    world_cg_iterations_out[w] = 0
+
+
+@wp.kernel
 def begin_velocities(
     # inputs
     v0: wp.array(dtype=float),
@@ -972,8 +999,8 @@ def resume_velocities(
 class SapSolver:
     """Buffers and the iteration loop of the per-world SAP solve for one model.
 
-    Contact buffers are sized by the ``Contacts`` container seen (reallocated if its capacity
-    changes). The Newton loop is a ``wp.capture_while`` on a device flag (see the module doc); CG in
+    Contact buffers are sized by the ``Contacts`` container seen (one set per capacity, kept:
+    ``_allocate_constraints``). The Newton loop is a ``wp.capture_while`` on a device flag (see the module doc); CG in
     PCG worlds runs inside one kernel."""
 
     def __init__(self, topology, device_topology, device, options):
@@ -1080,6 +1107,7 @@ class SapSolver:
         self.loop_equality_row = None  # per loop joint, its MuJoCo equality row or -1 (read_equality_rows)
         self.equality_enabled = None  # the rows' enabled flags, read every step
         self.capacity = -1
+        self._constraint_buffers: dict[int, dict[str, wp.array]] = {}  # per capacity, kept (_allocate_constraints)
         self._allocate_constraints(0)
 
     def read_equality_rows(self, model) -> None:
@@ -1095,16 +1123,28 @@ class SapSolver:
     def _allocate_constraints(self, capacity: int) -> None:
         """Per-slot constraint buffers for ``capacity`` slots; replaced all at once, after every allocation
         succeeded. Allocate (take one step) before capturing a graph: arrays allocated inside a CUDA capture
-        exist only once the graph is launched."""
+        exist only once the graph is launched. The buffers of every capacity used are kept and taken again: a
+        graph captured with one ``Contacts`` (or none) still owns live buffers after steps or snapshots with
+        another (a CUDA graph holds no reference to its arrays), and alternating contact buffers allocates
+        nothing."""
         if capacity == self.capacity:
             return
+        if capacity not in self._constraint_buffers:
+            self._constraint_buffers[capacity] = self._new_constraint_buffers(capacity)
+        for name, array in self._constraint_buffers[capacity].items():
+            setattr(self, name, array)
+        self.capacity = capacity
+        self.slot_threads = -(-max(capacity, 1) // self.slots_per_thread)  # launch size of the per-row kernels
+
+    def _new_constraint_buffers(self, capacity: int) -> dict[str, wp.array]:
+        """The per-slot constraint buffers for ``capacity`` slots (at least one), by name."""
         n = max(capacity, 1)
         entries = max(2 * self.topo.max_chain, 1)
 
         def zeros(shape, dtype=float):
             return wp.zeros(shape, dtype=dtype, device=self.device)
 
-        buffers = {
+        return {
             "c_world": wp.full(n, -1, dtype=wp.int32, device=self.device),
             "c_kind": zeros(n, wp.int32),
             "c_frame": zeros(n, wp.mat33),
@@ -1134,10 +1174,6 @@ class SapSolver:
             "used_slots": zeros(n, wp.int32),
             "curved_rows": zeros(n, wp.int32),
         }
-        for name, array in buffers.items():
-            setattr(self, name, array)
-        self.capacity = capacity
-        self.slot_threads = -(-n // self.slots_per_thread)  # launch size of the per-row kernels
 
     def setup_constraints(
         self,
@@ -1313,6 +1349,17 @@ class SapSolver:
         wp.launch(
             sparse_matvec, dim=self.topo.dof_count, inputs=[T.dof_parent, T.dof_depth, T.dof_row_start, A_rows, x],
             outputs=[y], device=self.device,
+        )  # fmt: skip
+
+    def skip(self, world_failed) -> None:
+        """The per-world statistics of a step that solves no SAP problem (:func:`idle_worlds`)."""
+        wp.launch(
+            idle_worlds,
+            dim=self.topo.world_count,
+            inputs=[world_failed],
+            outputs=[self.world_iterations, self.world_residual, self.world_converged, self.world_contact_count,
+                     self.world_constraint_count, self.world_parked_count, self.world_cg_iterations],
+            device=self.device,
         )  # fmt: skip
 
     def solve(self, A_rows, tree_blocks, v0, v_star, tau, dt: float, free_motion, world_failed) -> wp.array:

@@ -128,7 +128,6 @@ def _contact_data(solver, state, control, contacts, dt, maps, snap) -> None:
     """Set up and solve the step's contact problem, with the step's statistics (``solver.stats``, a
     dropped-contacts warning); gather it per world."""
     sap, topo = solver._sap, solver.topology
-    solver._sap_ran = True
     solver._count_dropped_contacts(contacts, warn_stacklevel=5)  # the caller of solver.snapshot
     solver._flag_failed_inputs(state, control)
     sap.setup_constraints(solver.model, state, control, contacts, solver._body_q, solver._tree_ref, solver._dof_S_tree,

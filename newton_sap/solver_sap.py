@@ -133,6 +133,7 @@ class SolverSAP(newton.solvers.SolverBase):
         self.options = SapOptions.from_keywords(options).for_device(model.device)
         self._build()
         self._refresh_model_values(newton.ModelFlags.ALL, announce=False)
+        self._skip_sap()  # the statistics before the first step: no world failed, nothing solved
         warn_body_velocities_without_joint_velocities(model, self.topology)
         if model.particle_count:
             warnings.warn(
@@ -204,7 +205,6 @@ class SolverSAP(newton.solvers.SolverBase):
         self._dense_blocks_used = int(not self._tree_ldlt or self._sap.uses_pcg)  # free motion, PCG
         self._joint_rows = False  # any drive, finite limit or joint friction (_validate_joint_drives_and_limits)
         self._mimic_rows = False  # any mimic coupling
-        self._sap_ran = False
 
     def _refresh_model_values(self, flags: int, announce: bool = True) -> None:
         """Check the model values that ``flags`` (``newton.ModelFlags``) names, as the constructor does, and
@@ -318,7 +318,8 @@ class SolverSAP(newton.solvers.SolverBase):
         A step can be captured in a graph (``wp.ScopedCapture``; CUDA graphs need CUDA 12.4+ for the
         Newton loop's conditional nodes; Warp's CPU graphs work too) and then replays without host
         synchronization. Take one step before capturing: the first step with a given ``Contacts`` sizes
-        the constraint buffers. A graph freezes ``dt``, the arrays and the options: capture again when
+        the constraint buffers (kept per contact capacity: steps or snapshots with other contacts in between
+        leave the graph valid). A graph freezes ``dt``, the arrays and the options: capture again when
         they change. Inside a capture the full-contact-buffer warning is not issued
         (``stats.contact_buffer_full`` still reports it), and ``raise_on_nonconvergence`` is refused."""
         dt = self._check_dt(dt)
@@ -333,8 +334,8 @@ class SolverSAP(newton.solvers.SolverBase):
         momentum = self.options.momentum_mode
         self._flag_failed_inputs(state_in, control)
         self._dynamics(state_in, control.joint_f, state_in.body_f, dt, passive=1, include_external=1)
-        self._sap_ran = contacts is not None or momentum or self._sap.model_constraints
-        if self._sap_ran:
+        sap_runs = contacts is not None or momentum or self._sap.model_constraints
+        if sap_runs:
             self._count_dropped_contacts(contacts, warn_stacklevel=None if capturing else 3)
             self._sap.setup_constraints(self.model, state_in, control, contacts, self._body_q, self._tree_ref,
                                         self._dof_S_tree, self._A_inv_diag, self._body_free_centripetal, self._v0,
@@ -342,12 +343,13 @@ class SolverSAP(newton.solvers.SolverBase):
             v = self._sap.solve(self._rows, self._dense, self._v0, self._v_star, self._tau, dt,
                                 functools.partial(self._free_motion, dt), self._world_failed)  # fmt: skip
         else:
+            self._skip_sap()
             self._free_motion(dt)
             v = self._v_star
         body_parent_f = self._observable_output(observables, self.ObservableKind.BODY_PARENT_F, state_out)
         if body_parent_f is not None:
             self._joint_wrench_accelerations(v, dt, state_in.body_f)
-        if self._sap_ran:
+        if sap_runs:
             self._write_contact_forces(contacts, dt, observables, body_parent_f is not None)
         if body_parent_f is not None:
             self._joint_wrench_sums(body_parent_f)
@@ -659,6 +661,13 @@ class SolverSAP(newton.solvers.SolverBase):
                 device=model.device,
             )  # fmt: skip
 
+    def _skip_sap(self) -> None:
+        """A step without a SAP problem (v* mode, no contacts, no joint-space constraints): the statistics say so
+        on the device (``sap.idle_worlds``; no contacts dropped), so that ``stats`` reads the same arrays after
+        every step, launched or replayed from a graph."""
+        self._sap.skip(self._world_failed)
+        self._contact_overflow.zero_()
+
     def _flag_failed_results(self, v) -> None:
         """``_world_failed`` also 1 for the worlds whose solved internal velocity in ``v`` or SAP residual is not
         finite."""
@@ -668,7 +677,7 @@ class SolverSAP(newton.solvers.SolverBase):
                 _flag_failed_results,
                 dim=model.joint_count,
                 inputs=[model.joint_child, model.joint_dof_dim, T.joint_dof_internal_start, T.joint_in_tree,
-                        T.body_world, v, int(self._sap_ran), self._sap.world_residual],
+                        T.body_world, v, self._sap.world_residual],
                 outputs=[self._world_failed],
                 device=model.device,
             )  # fmt: skip
@@ -696,18 +705,6 @@ class SolverSAP(newton.solvers.SolverBase):
     def stats(self) -> SolverStats:
         """Per-world results of the last step (see :class:`SolverStats`)."""
         failed = self._world_failed.numpy().astype(bool)
-        nw = self.topology.world_count
-        if not self._sap_ran:
-            return SolverStats(
-                iterations=np.zeros(nw, np.int32),
-                residual=np.zeros(nw, np.float64),
-                converged=~failed,
-                failed=failed,
-                num_contacts=np.zeros(nw, np.int32),
-                num_constraints=np.zeros(nw, np.int32),
-                parked_contacts=np.zeros(nw, np.int32),
-                cg_iterations=np.zeros(nw, np.int32),
-            )
         sap = self._sap
         return SolverStats(
             iterations=sap.world_iterations.numpy().copy(),
@@ -849,19 +846,18 @@ def _flag_failed_results(
     joint_in_tree: wp.array(dtype=wp.int32),
     body_world: wp.array(dtype=wp.int32),
     v_in: wp.array(dtype=float),
-    sap_ran: int,
     world_residual: wp.array(dtype=float),
     world_failed_out: wp.array(dtype=wp.int32),
 ):
-    """One thread per joint: mark its world when the solved (internal) velocities of a tree joint's dofs or, when
-    the step solved SAP (``sap_ran``), its world's residual is NaN or infinite (a NaN model value written without
+    """One thread per joint: mark its world when the solved (internal) velocities of a tree joint's dofs or its
+    world's SAP residual (0 in a step without a SAP problem) is NaN or infinite (a NaN model value written without
     ``notify_model_changed``, a float32 overflow)."""
     j = wp.tid()
     world = body_world[joint_child[j]]
     if world < 0:
         return
     finite = int(1)
-    if sap_ran == 1 and not wp.isfinite(world_residual[world]):
+    if not wp.isfinite(world_residual[world]):
         finite = 0
     if joint_in_tree[j] != 0:
         d0 = joint_dof_internal_start[j]

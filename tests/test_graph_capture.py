@@ -192,3 +192,67 @@ def test_model_changes_reach_a_captured_graph():
         assert_same_iterations(captured.solver.stats.iterations, reference.solver.stats.iterations)
     moved = np.abs(captured.s0.joint_qd.numpy() - unchanged.s0.joint_qd.numpy()).max()
     assert moved > 1e-2  # [rad/s, m/s]: the changes act
+
+
+def test_replayed_steps_report_their_own_statistics():
+    """``stats`` reads per-world arrays that every step writes on the device, so a replayed graph's statistics
+    are its steps', whatever Python-side calls came between: a launched step without contacts (no SAP problem)
+    before a replay of contact steps, and a snapshot with contacts before replays of contact-free steps (which
+    report no iterations, contacts or constraints). Before, a host flag of the last Python call chose between
+    the arrays and zeros."""
+    with_contacts = Stepper(box_on_ground(boxes=3), SLIDING_SPINNING * 3)
+    with_contacts.two_steps()
+    with wp.ScopedCapture(device=with_contacts.model.device) as capture:
+        with_contacts.two_steps()
+    with_contacts.solver.step(with_contacts.s0, with_contacts.model.state(), with_contacts.control, None, DT)
+    assert with_contacts.solver.stats.num_contacts.sum() == 0
+    wp.capture_launch(capture.graph)
+    stats = with_contacts.solver.stats
+    assert stats.iterations.min() > 0 and stats.num_contacts.min() > 0
+
+    free = Stepper(box_on_ground(boxes=3), SLIDING_SPINNING * 3)
+    free.s0.joint_q.assign(free.s0.joint_q.numpy() + np.tile([0, 0, 1.0, 0, 0, 0, 0], 3).astype(np.float32))
+
+    def free_steps():
+        free.solver.step(free.s0, free.s1, free.control, None, DT)
+        free.solver.step(free.s1, free.s0, free.control, None, DT)
+
+    free_steps()
+    with wp.ScopedCapture(device=free.model.device) as capture:
+        free_steps()
+    lowered = free.model.state()
+    copy_state(free.s0, lowered)
+    lowered.joint_q.assign(lowered.joint_q.numpy() - np.tile([0, 0, 1.0, 0, 0, 0, 0], 3).astype(np.float32))
+    newton.eval_fk(free.model, lowered.joint_q, lowered.joint_qd, lowered)
+    free.pipeline.collide(lowered, free.contacts)
+    free.solver.snapshot(lowered, free.control, DT, contacts=free.contacts)
+    assert free.solver.stats.num_contacts.sum() > 0
+    wp.capture_launch(capture.graph)
+    stats = free.solver.stats
+    assert stats.num_contacts.sum() == 0 and stats.num_constraints.sum() == 0 and stats.iterations.sum() == 0
+    assert stats.converged.all()
+
+
+def test_constraint_buffers_of_each_contact_capacity_are_kept():
+    """A step without contacts (fewer constraint slots) or a snapshot with another ``Contacts`` takes the
+    per-slot buffers of that capacity; the next step with the first ``Contacts`` takes its own buffers again,
+    the same arrays: a graph captured before still owns live buffers (a CUDA graph keeps no reference to its
+    arrays: freed ones would be overwritten), and alternating allocates nothing. Replays after both equal the
+    launched steps."""
+    launched = Stepper(box_on_ground(boxes=3), SLIDING_SPINNING * 3)
+    captured = Stepper(box_on_ground(boxes=3), SLIDING_SPINNING * 3)
+    launched.two_steps()
+    captured.two_steps()
+    buffers = captured.solver._sap.c_gamma.ptr
+    with wp.ScopedCapture(device=captured.model.device) as capture:
+        captured.two_steps()
+    launched.two_steps()
+    captured.solver.step(captured.s0, captured.model.state(), captured.control, None, DT)  # fewer slots
+    other = newton.CollisionPipeline(captured.model, rigid_contact_max=64)
+    contacts = other.contacts()
+    other.collide(captured.s0, contacts)
+    captured.solver.snapshot(captured.s0, captured.control, DT, contacts=contacts)  # another capacity
+    wp.capture_launch(capture.graph)
+    assert_same_run(captured.s0.joint_qd.numpy(), launched.s0.joint_qd.numpy())
+    captured.two_steps()
+    assert captured.solver._sap.c_gamma.ptr == buffers
