@@ -166,6 +166,26 @@ def reset_world_hessians(
         H_out[row + j] = A_world[row + j]
 
 
+@wp.func
+def start_statistics(
+    w: int,
+    world_failed: wp.array(dtype=wp.int32),
+    world_iterations_out: wp.array(dtype=wp.int32),
+    world_residual_out: wp.array(dtype=float),
+    world_converged_out: wp.array(dtype=wp.int32),
+    world_cg_iterations_out: wp.array(dtype=wp.int32),
+):
+    """World w's statistics before any Newton iteration: none done, residual 0, converged; a world that failed on
+    its inputs (``world_failed``) not converged, with a NaN residual."""
+    world_iterations_out[w] = 0
+    world_cg_iterations_out[w] = 0
+    world_residual_out[w] = 0.0
+    world_converged_out[w] = 1
+    if world_failed[w] != 0:
+        world_residual_out[w] = wp.nan
+        world_converged_out[w] = 0
+
+
 @wp.kernel
 def init_worlds(
     # model
@@ -173,8 +193,12 @@ def init_worlds(
     # inputs
     momentum_mode: int,
     world_constraint_count: wp.array(dtype=wp.int32),
+    world_constraint_start: wp.array(dtype=wp.int32),
+    world_constraints: wp.array(dtype=wp.int32),
     world_failed: wp.array(dtype=wp.int32),
     # outputs
+    c_gamma_out: wp.array(dtype=wp.vec3),
+    c_G_out: wp.array(dtype=wp.mat33),
     world_active_out: wp.array(dtype=wp.int32),
     world_iterations_out: wp.array(dtype=wp.int32),
     world_residual_out: wp.array(dtype=float),
@@ -194,7 +218,7 @@ def init_worlds(
     """A world needs Newton iterations if it has dofs and constraints (v* mode) or dofs (momentum
     mode); otherwise its answer is ``v*`` with 0 iterations. A world with a non-finite input (``world_failed``)
     takes none either, not even in a retry, and ends not converged with a NaN residual (at ``v0``, or ``v*``
-    without constraints in v* mode): a NaN that
+    without constraints in v* mode) and its rows with no impulse (they hold an earlier step's): a NaN that
     the constraints clamp away would otherwise keep it iterating to ``max_iterations``, and with it the loop
     of every world. ``any_active_out[0]`` (zeroed before)
     becomes 1 if some world iterates. Also starts the step's sums at zero (the warm start's norms and
@@ -216,13 +240,13 @@ def init_worlds(
     world_active_out[w] = active
     if active == 1:
         any_active_out[0] = 1
-    world_iterations_out[w] = 0
-    world_residual_out[w] = 0.0
-    if world_failed[w] != 0:
-        world_residual_out[w] = wp.nan  # as a NaN solve's: the left-out rows' checks skip such worlds (no retry)
-    world_converged_out[w] = 1 - world_failed[w]
+    start_statistics(w, world_failed, world_iterations_out, world_residual_out, world_converged_out,
+                     world_cg_iterations_out)  # fmt: skip
+    if world_failed[w] != 0:  # (its NaN residual: the left-out rows' checks skip it, no retry)
+        for k in range(world_constraint_start[w], world_constraint_start[w] + world_constraint_count[w]):
+            c_gamma_out[world_constraints[k]] = wp.vec3(0.0)
+            c_G_out[world_constraints[k]] = wp.mat33(0.0)
     world_cost_stalled_out[w] = 0
-    world_cg_iterations_out[w] = 0
     world_plain_newton_out[w] = 0
 
 
@@ -242,15 +266,11 @@ def idle_worlds(
     """Per world, the statistics of a step without a SAP problem: no iterations, contacts or constraints, converged
     at ``v*`` (a failed world, ``world_failed``, not, with a NaN residual as in :func:`init_worlds`)."""
     w = wp.tid()
-    world_iterations_out[w] = 0
-    world_residual_out[w] = 0.0
-    if world_failed[w] != 0:
-        world_residual_out[w] = wp.nan
-    world_converged_out[w] = 1 - world_failed[w]
+    start_statistics(w, world_failed, world_iterations_out, world_residual_out, world_converged_out,
+                     world_cg_iterations_out)  # fmt: skip
     world_contact_count_out[w] = 0
     world_constraint_count_out[w] = 0
     world_parked_count_out[w] = 0
-    world_cg_iterations_out[w] = 0
 
 
 @wp.kernel
@@ -1078,7 +1098,6 @@ class SapSolver:
         self.any_tree_local = zeros(1, wp.int32)  # some world is flagged in world_tree_local (the tree LDLᵀ's)
         self.free_motion_worlds = zeros(nw, wp.int32)  # the worlds that read v* (a mask)
         self.world_retry = zeros(nw, wp.int32)  # a parked contact would act: solve the world again
-        self.world_failed = zeros(nw, wp.int32)  # the last solve's worlds left out (its caller's flags, see solve)
         self.world_iteration_offset = zeros(nw, wp.int32)  # Newton iterations before this retry
         self.any_retry = zeros(1, wp.int32)  # some world is flagged in world_retry (the retry loop's condition)
         self.parking = False  # this step has parked contacts to check (setup_constraints)
@@ -1375,15 +1394,15 @@ class SapSolver:
         momentum = int(o.momentum_mode)
         v_ref = v0 if momentum else v_star
         nw, ndof = topo.world_count, topo.dof_count
-        self.world_failed = world_failed  # read by write_contact_forces
         self.any_active.zero_()
         wp.launch(
             init_worlds,
             dim=nw,
-            inputs=[T.world_dof_start, momentum, self.world_constraint_count, world_failed],
-            outputs=[self.world_active, self.world_iterations, self.world_residual, self.world_converged,
-                     self.world_cost_stalled, self.world_cg_iterations, self.world_plain_newton, self.any_active,
-                     self.world_norms, self.world_cost, self.iteration_count, self.any_free_motion,
+            inputs=[T.world_dof_start, momentum, self.world_constraint_count, self.world_constraint_start,
+                    self.world_constraints, world_failed],
+            outputs=[self.c_gamma, self.c_G, self.world_active, self.world_iterations, self.world_residual,
+                     self.world_converged, self.world_cost_stalled, self.world_cg_iterations, self.world_plain_newton,
+                     self.any_active, self.world_norms, self.world_cost, self.iteration_count, self.any_free_motion,
                      self.world_iteration_offset, self.world_retry, self.any_retry],
             device=dev,
         )  # fmt: skip
@@ -1794,8 +1813,7 @@ class SapSolver:
         """The step's per-contact forces into ``contacts.rigid_contact_force`` and, given ``wrench`` (a
         contact-indexed ``spatial_vector`` array), the wrenches on body 0 into its rigid rows; given
         ``body_wrench`` (per body), each contact's wrench on each of its bodies subtracted from it, about the
-        tree points ``tree_ref``. ``body_q``: the step's start poses. The contacts of the worlds the last solve
-        left out (``world_failed``) exert nothing: they act on no velocity. Conventions, units: ``observables.py``."""
+        tree points ``tree_ref``. ``body_q``: the step's start poses. Conventions and units: ``observables.py``."""
         force = getattr(contacts, "rigid_contact_force", None) if contacts is not None else None
         if force is None and wrench is None and body_wrench is None:
             return
@@ -1809,8 +1827,7 @@ class SapSolver:
             dim=-(-self.contact_slots // self.slots_per_thread),
             inputs=[model.shape_body, model.body_com, self.slots_per_thread, self.contact_slots, dt,
                     contacts.rigid_contact_count, contacts.rigid_contact_shape0, contacts.rigid_contact_shape1,
-                    self.contact_slot, body_q, self.T.body_tree, tree_ref, self.c_world, self.world_failed,
-                    self.c_frame, self.c_gamma, self.c_point],
+                    self.contact_slot, body_q, self.T.body_tree, tree_ref, self.c_frame, self.c_gamma, self.c_point],
             outputs=[force, wrench, body_wrench],
             device=self.device,
         )  # fmt: skip

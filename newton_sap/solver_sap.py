@@ -62,7 +62,8 @@ class SolverStats:
         iterations: Newton iterations of the SAP solve (0: a world without constraints in the v* mode,
             one whose warm start ``v0`` already passes the first check, e.g. at rest, or one that failed on
             its inputs).
-        residual: Last scaled optimality residual ``‖D ∇ℓ‖`` [√kg·m/s] of the SAP solve (NaN in a failed world).
+        residual: Last scaled optimality residual ``‖D ∇ℓ‖`` [√kg·m/s] of the SAP solve (NaN in a world that
+            failed on its inputs).
         converged: False where the world failed or did not converge. True where the optimality criterion held,
             or where Newton's method stopped gaining at the float32 floor (see ``SapOptions.rel_tolerance``;
             ``residual`` says where).
@@ -850,8 +851,8 @@ def _flag_failed_results(
     world_failed_out: wp.array(dtype=wp.int32),
 ):
     """One thread per joint: mark its world when the solved (internal) velocities of a tree joint's dofs or its
-    world's SAP residual (0 in a step without a SAP problem) is NaN or infinite (a NaN model value written without
-    ``notify_model_changed``, a float32 overflow)."""
+    world's SAP residual (in a step without a SAP problem 0, NaN where the inputs failed) is NaN or infinite (a NaN
+    model value written without ``notify_model_changed``, a float32 overflow)."""
     j = wp.tid()
     world = body_world[joint_child[j]]
     if world < 0:

@@ -239,8 +239,7 @@ def test_constraint_buffers_of_each_contact_capacity_are_kept():
     the same arrays: a graph captured before still owns live buffers (a CUDA graph keeps no reference to its
     arrays: freed ones would be overwritten), and alternating allocates nothing. Replays after both equal the
     launched steps."""
-    launched = Stepper(box_on_ground(boxes=3), SLIDING_SPINNING * 3)
-    captured = Stepper(box_on_ground(boxes=3), SLIDING_SPINNING * 3)
+    launched, captured = Stepper(quadruped_pd(2)), Stepper(quadruped_pd(2))  # drives: rows without contacts too
     launched.two_steps()
     captured.two_steps()
     buffers = captured.solver._sap.c_gamma.ptr
@@ -248,6 +247,7 @@ def test_constraint_buffers_of_each_contact_capacity_are_kept():
         captured.two_steps()
     launched.two_steps()
     captured.solver.step(captured.s0, captured.model.state(), captured.control, None, DT)  # fewer slots
+    assert captured.solver._sap.c_gamma.ptr != buffers
     other = newton.CollisionPipeline(captured.model, rigid_contact_max=64)
     contacts = other.contacts()
     other.collide(captured.s0, contacts)

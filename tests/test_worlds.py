@@ -258,8 +258,8 @@ def test_a_failed_world_is_not_solved_in_a_retry():
 
 def test_the_contacts_of_a_failed_world_exert_nothing():
     """Boxes of 1 and 50 kg resting in two worlds; then the heavy one's ``joint_f`` is NaN: its world is left out of
-    the solve, its bodies take no impulse, and its contacts report no force (their rows still hold the last step's
-    impulses); the light box's contacts carry its weight."""
+    the solve, its bodies take no impulse, and its contacts report no force and a snapshot no impulse (their rows
+    held the last step's impulses); the light box's contacts carry its weight."""
     scene = newton.ModelBuilder()
     for mass in (1.0, 50.0):
         b = newton.ModelBuilder()
@@ -288,3 +288,8 @@ def test_the_contacts_of_a_failed_world_exert_nothing():
     force = contacts.rigid_contact_force.numpy()[:n]
     assert np.all(force[pair_world == 1] == 0.0)
     np.testing.assert_allclose(force[pair_world == 0, 2].sum(), G, rtol=1e-2)  # the light box's weight [N], settling
+    pipeline.collide(s0, contacts)
+    snap = solver.snapshot(s0, control, 0.01, contacts=contacts)
+    assert solver.stats.failed.tolist() == [False, True]
+    assert np.all(snap.contact_impulse[1] == 0.0) and np.all(snap.constraint_impulse[1] == 0.0)
+    assert snap.contact_impulse[0][:, 2].sum() > 0.0
