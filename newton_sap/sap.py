@@ -262,10 +262,16 @@ def idle_worlds(
     world_constraint_count_out: wp.array(dtype=wp.int32),
     world_parked_count_out: wp.array(dtype=wp.int32),
     world_cg_iterations_out: wp.array(dtype=wp.int32),
+    contact_overflow_out: wp.array(dtype=wp.int32),
 ):
     """Per world, the statistics of a step without a SAP problem: no iterations, contacts or constraints, converged
-    at ``v*`` (a failed world, ``world_failed``, not, with a NaN residual as in :func:`init_worlds`)."""
+    at ``v*`` (a failed world, ``world_failed``, not, with a NaN residual as in :func:`init_worlds`); thread 0 also
+    clears the step's ``[buffer full, contacts dropped]`` (no contacts: none dropped; a memset would be a graph
+    node of its own)."""
     w = wp.tid()
+    if w == 0:
+        contact_overflow_out[0] = 0
+        contact_overflow_out[1] = 0
     start_statistics(w, world_failed, world_iterations_out, world_residual_out, world_converged_out,
                      world_cg_iterations_out)  # fmt: skip
     world_contact_count_out[w] = 0
@@ -1370,14 +1376,15 @@ class SapSolver:
             outputs=[y], device=self.device,
         )  # fmt: skip
 
-    def skip(self, world_failed) -> None:
-        """The per-world statistics of a step that solves no SAP problem (:func:`idle_worlds`)."""
+    def skip(self, world_failed, contact_overflow) -> None:
+        """The per-world statistics of a step that solves no SAP problem, and no contacts dropped in
+        ``contact_overflow`` (:func:`idle_worlds`)."""
         wp.launch(
             idle_worlds,
             dim=self.topo.world_count,
             inputs=[world_failed],
             outputs=[self.world_iterations, self.world_residual, self.world_converged, self.world_contact_count,
-                     self.world_constraint_count, self.world_parked_count, self.world_cg_iterations],
+                     self.world_constraint_count, self.world_parked_count, self.world_cg_iterations, contact_overflow],
             device=self.device,
         )  # fmt: skip
 

@@ -666,8 +666,7 @@ class SolverSAP(newton.solvers.SolverBase):
         """A step without a SAP problem (v* mode, no contacts, no joint-space constraints): the statistics say so
         on the device (``sap.idle_worlds``; no contacts dropped), so that ``stats`` reads the same arrays after
         every step, launched or replayed from a graph."""
-        self._sap.skip(self._world_failed)
-        self._contact_overflow.zero_()
+        self._sap.skip(self._world_failed, self._contact_overflow)
 
     def _flag_failed_results(self, v) -> None:
         """``_world_failed`` also 1 for the worlds whose solved internal velocity in ``v`` or SAP residual is not
