@@ -46,6 +46,7 @@ import warp as wp
 
 from .constraints.dispatch import CONTACT, thread_slots
 from .constraints.friction_cone import contact_bias_velocity, contact_compliance, contact_is_distant
+from .dynamics import body_gravity
 from .jacobian import chain_rows, offset_velocity, point_velocity, tangent_frame
 from .kinematic_bodies import side_moves
 
@@ -148,6 +149,24 @@ PARKED = wp.constant(1)  # c_parked: out of the Newton iterations, entries and R
 UNPARKED = wp.constant(2)  # c_parked: would act at the solution (check_parked_contacts), row to complete
 
 
+@wp.func
+def contact_gravity(
+    b0: int,
+    b1: int,
+    body_tree: wp.array(dtype=wp.int32),
+    gravity: wp.array(dtype=wp.vec3),
+    newton_body_world: wp.array(dtype=wp.int32),
+):
+    """The larger gravity magnitude [m/s²] of a contact's bodies in trees (``dynamics.body_gravity``: a global
+    body of a one-world model falls with Newton's global gravity, not its solver world's)."""
+    g = float(0.0)
+    if b0 >= 0 and body_tree[b0] >= 0:
+        g = wp.length(body_gravity(gravity, newton_body_world, b0))
+    if b1 >= 0 and body_tree[b1] >= 0:
+        g = wp.max(g, wp.length(body_gravity(gravity, newton_body_world, b1)))
+    return g
+
+
 @wp.kernel
 def contact_rows(
     # model
@@ -163,6 +182,7 @@ def contact_rows(
     dof_tree: wp.array(dtype=wp.int32),
     dof_body: wp.array(dtype=wp.int32),
     gravity: wp.array(dtype=wp.vec3),
+    newton_body_world: wp.array(dtype=wp.int32),
     # options
     mode: int,
     slots_per_thread: int,
@@ -299,7 +319,8 @@ def contact_rows(
             v_c0 = wp.vec3(0.0)
             if park == 1 and phi0 > 0.0:
                 v_c0 = contact_velocity_from_twists(b0, b1, p, R_WC, body_tree, tree_ref, body_twist)
-                parked = contact_is_distant(phi0, v_c0, v_hat, mu, dt, dt * wp.length(gravity[world]))
+                g = contact_gravity(b0, b1, body_tree, gravity, newton_body_world)
+                parked = contact_is_distant(phi0, v_c0, v_hat, mu, dt, dt * g)
             if park == 0:
                 c = i
             elif parked == 1:

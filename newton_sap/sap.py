@@ -1227,7 +1227,7 @@ class SapSolver:
                 "inputs": [
                     model.shape_body, model.shape_material_ke, model.shape_material_kd,
                     model.shape_material_mu, T.body_tree, T.body_world, T.body_last_dof, model.body_flags,
-                    T.dof_parent, T.dof_tree, T.dof_body, model.gravity,
+                    T.dof_parent, T.dof_tree, T.dof_body, model.gravity, model.body_world,
                 ],
                 "state": [
                     contacts.rigid_contact_count, contacts.rigid_contact_shape0, contacts.rigid_contact_shape1,

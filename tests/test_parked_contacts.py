@@ -2,8 +2,10 @@
 answers of the full problem: a parked contact that would act at the solution joins it and its world is
 solved again. Parking is asked for explicitly: it is off by default on CUDA (``--gpu-paths``)."""
 
+import newton
 import numpy as np
 import pytest
+import warp as wp
 
 from contact_scenes import (
     Run,
@@ -233,3 +235,27 @@ def test_a_resting_stack_skips_the_check(momentum_mode):
     assert (stats.iterations == 0).all() and stats.converged.all()
     assert stats.parked_contacts.sum() > 0
     assert not checks
+
+
+def test_a_global_body_is_parked_by_newtons_global_gravity():
+    """A moving body of the global world (-1) in a one-world model falls with Newton's global gravity (9.81 m/s²
+    here, world 0's is zero): its contact 1 mm above the ground, approaching at 3 cm/s, closes within the step,
+    so it is not parked. The parking test took world 0's gravity, parked the contact and retried the step."""
+    b = newton.ModelBuilder()
+    b.add_ground_plane()
+    b.begin_world()
+    b.add_body(xform=wp.transform((5.0, 0.0, 1.0), wp.quat_identity()), mass=1.0, inertia=wp.mat33(np.eye(3) * 1e-2))
+    b.end_world()
+    sphere = b.add_body(xform=wp.transform((0.0, 0.0, 0.101), wp.quat_identity()))
+    b.add_shape_sphere(sphere, radius=0.1, cfg=newton.ModelBuilder.ShapeConfig(density=1000.0))
+    model = b.finalize()
+    model.set_gravity((0.0, 0.0, 0.0), world=0)
+    qd0 = np.zeros(12)
+    qd0[8] = -0.03  # the sphere's vertical velocity
+    run = Run(model, qd0, park_distant_contacts=True)
+    retries = []
+    retry = run.solver._sap._retry
+    run.solver._sap._retry = lambda *a, **k: (retries.append(1), retry(*a, **k))
+    run.step(DT)
+    assert run.solver.stats.num_contacts[0] == 1 and not retries
+    assert run.s0.body_q.numpy()[1, 2] == pytest.approx(0.1, abs=1e-4)  # on the ground, not through it
