@@ -34,7 +34,8 @@ class SapOptions:
             (A never factored on its own, v* never formed) instead of the v* form.
         line_search: ``"exact"`` (root of dℓ/dα) or ``"backtracking"`` (Armijo).
         rel_tolerance: ε_r of the optimality criterion ``‖D∇ℓ‖ ≤ ε_a + ε_r max(‖DAv‖, ‖DJᵀγ‖)``
-            (``D = diag(A)^(−1/2)``). The solve runs in float32: a world whose Newton iterations stop
+            (``D = diag(A)^(−1/2)``), which the world and each of its trees must meet (a light body beside a
+            fast heavy one is judged by its own scale). The solve runs in float32: a world whose Newton iterations stop
             gaining (the cost criterion of SAP.md §6, or a step that changes the cost or ``v`` by round-off
             only) also ends converged, typically at 1e-5 to 1e-4 relative on contact-rich scenes; its
             ``stats.residual`` says where it stopped.

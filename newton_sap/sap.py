@@ -15,9 +15,9 @@ Each Newton iteration (all worlds at once; a converged world stops):
 1. ``constraint_eval``: ``v_c = J v`` (``v_c + α Δv_c`` for rows without impulse along the last line-search
    segment), ``γ, G, ℓ_c``; accumulate ``Jᵀγ``.
 2. ``gradient`` and ``check_convergence``: ``‖D ∇ℓ‖ ≤ ε_a + ε_r max(‖D A v‖, ‖D Jᵀγ‖)`` with
-   ``D = diag(A)^-½``, or the float32 floor: the last line search found no descent or no move, or a flat cost
-   while the residual no longer falls fourfold (``FLOOR_PROGRESS``) and every tree is near its own optimum
-   (``TREE_FLOOR``).
+   ``D = diag(A)^-½``, in the world and in each of its trees, or the float32 floor: the last line search found
+   no descent or no move, or a flat cost while the residual no longer falls fourfold (``FLOOR_PROGRESS``) and
+   every tree is near its own optimum (``TREE_FLOOR``).
 3. ``hessian_assembly`` (worlds still iterating): ``H = A + Jᵀ G J``; ``Δv = −H⁻¹ ∇ℓ`` by a dense tile
    Cholesky per world size, by the tree-block sparse Cholesky in larger worlds (``block_cholesky.py``,
    up to ``block_cholesky_max_dofs``), or by block-preconditioned CG above (``pcg.py``, or ``pcg_parallel.py``
@@ -723,8 +723,10 @@ since it takes the lowest trial of its sequence it converges as the exact search
 
 
 @wp.func
-def trees_at_floor(
+def trees_within(
     w: int,
+    abs_tolerance: float,
+    rel_tolerance: float,
     momentum_mode: int,
     dt: float,
     world_tree_start: wp.array(dtype=wp.int32),
@@ -736,14 +738,14 @@ def trees_at_floor(
     tau: wp.array(dtype=float),
     jtg: wp.array(dtype=float),
 ):
-    """Whether every tree of world w has ``‖D∇ℓ‖_t ≤ TREE_FLOOR · max(‖D A v‖_t, ‖D Jᵀγ‖_t)`` (its dofs' share of
+    """Whether every tree of world w has ``‖D∇ℓ‖_t ≤ ε_a + ε_r max(‖D A v‖_t, ‖D Jᵀγ‖_t)`` (its dofs' share of
     :func:`gradient`'s norms)."""
     for t in range(world_tree_start[w], world_tree_start[w + 1]):
         norms = wp.vec3(0.0)
         for i in range(tree_dof_start[t], tree_dof_start[t] + tree_dof_count[t]):
             g, Av = gradient_and_momentum(i, momentum_mode, dt, Ae, Av0, tau, jtg)
             norms += norm_terms(A_inv_diag[i], g, Av, jtg[i])
-        if norms[0] > TREE_FLOOR * TREE_FLOOR * wp.max(norms[1], norms[2]):
+        if wp.sqrt(norms[0]) > abs_tolerance + rel_tolerance * wp.sqrt(wp.max(norms[1], norms[2])):
             return False
     return True
 
@@ -783,17 +785,18 @@ def check_convergence(
     world_live_count_out: wp.array(dtype=wp.int32),
     world_row_slopes_out: wp.array(dtype=wp.vec2),
 ):
-    """Stop a world at optimality, when Newton's method stalled at the float32 floor (``line_search``: no descent,
-    no move, or a flat cost while the residual no longer falls fast, ``FLOOR_PROGRESS``, and every tree is near its
-    own optimum, ``TREE_FLOOR``), or after ``max_iterations`` (not converged). A world that stalled so (a flat cost
-    only once its residual no longer falls fast) while its residual is above ``NO_DESCENT_RELATIVE_RESIDUAL`` of
-    ``max(‖D A v‖, ‖D Jᵀγ‖)`` stops not converged. NaN
-    residuals never pass, so a broken world ends not converged. ``iteration_count[0]`` is the number of Newton
-    iterations done in this loop, ``world_iteration_offset`` those of the world's earlier loops in the step (a retry,
-    see the module doc); ``any_active_out[0]`` (zeroed before) becomes 1 if some world goes on; a world that goes on
-    within ``PREDICTION_MAX_RELATIVE_RESIDUAL`` of optimality takes plain Newton steps from here on
-    (``world_plain_newton``). The per-world sums of the next Newton step start at zero here (a memset each would be
-    one more node per iteration in a GPU graph); this relies on ``world_active`` changing only here and in
+    """Stop a world at optimality (the world's criterion and, where it holds, every tree's at its own scale,
+    ``trees_within``: the world's norms are dominated by its heaviest or fastest trees), when Newton's method
+    stalled at the float32 floor (``line_search``: no descent, no move, or a flat cost while the residual no longer
+    falls fast, ``FLOOR_PROGRESS``, and every tree is near its own optimum, ``TREE_FLOOR``), or after
+    ``max_iterations`` (not converged). A world that stalled so (a flat cost only once its residual no longer falls
+    fast) while its residual is above ``NO_DESCENT_RELATIVE_RESIDUAL`` of ``max(‖D A v‖, ‖D Jᵀγ‖)`` stops not
+    converged. NaN residuals never pass, so a broken world ends not converged. ``iteration_count[0]`` is the number
+    of Newton iterations done in this loop, ``world_iteration_offset`` those of the world's earlier loops in the
+    step (a retry, see the module doc); ``any_active_out[0]`` (zeroed before) becomes 1 if some world goes on; a
+    world that goes on within ``PREDICTION_MAX_RELATIVE_RESIDUAL`` of optimality takes plain Newton steps from here
+    on (``world_plain_newton``). The per-world sums of the next Newton step start at zero here (a memset each would
+    be one more node per iteration in a GPU graph); this relies on ``world_active`` changing only here and in
     ``init_worlds``, so that every world of a Newton step had its sums zeroed."""
     w = wp.tid()
     if world_active[w] == 0:
@@ -816,16 +819,20 @@ def check_convergence(
     if not wp.isfinite(residual):
         world_active[w] = 0
         world_converged[w] = 0
-    elif residual <= abs_tolerance + rel_tolerance * scale:
+    elif residual <= abs_tolerance + rel_tolerance * scale and trees_within(
+        w, abs_tolerance, rel_tolerance, momentum_mode, dt, world_tree_start, tree_dof_start, tree_dof_count,
+        A_inv_diag, Ae, Av0, tau, jtg,
+    ):  # fmt: skip
         world_active[w] = 0
     elif (no_move or flat_and_slow) and residual > NO_DESCENT_RELATIVE_RESIDUAL * scale:
         world_active[w] = 0  # stalled far from optimal: a broken direction or problem, not round-off
         world_converged[w] = 0
     elif no_move:
         world_active[w] = 0  # no descent or no move at round-off: the float32 floor
-    elif flat_and_slow and trees_at_floor(
-        w, momentum_mode, dt, world_tree_start, tree_dof_start, tree_dof_count, A_inv_diag, Ae, Av0, tau, jtg
-    ):
+    elif flat_and_slow and trees_within(
+        w, 0.0, TREE_FLOOR, momentum_mode, dt, world_tree_start, tree_dof_start, tree_dof_count, A_inv_diag, Ae,
+        Av0, tau, jtg,
+    ):  # fmt: skip
         world_active[w] = 0  # a flat cost and no fast progress either: the float32 floor
     elif iteration >= max_iterations:
         world_active[w] = 0
