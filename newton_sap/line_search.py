@@ -194,6 +194,18 @@ def line_dots(
     wp.atomic_add(world_line_out, w, wp.vec3(s0, dv[i] * Adv[i], lA))
 
 
+@wp.func
+def nearer_minimum(cost: float, slope: float, past_cost: float, past_slope: float):
+    """Whether a backtracking trial short of the minimum along the line (``dℓ/dα = slope < 0``) is lower than the
+    longer one past it (``past_slope > 0``): by their costs where float32 resolves their difference
+    (``COST_ROUND_OFF``), else by their slopes (the one with the smaller, nearer the minimum: exact for a quadratic
+    ℓ). The slopes alone chose wrong where a stiff row turns on between the two."""
+    difference = cost - past_cost
+    if wp.abs(difference) > COST_ROUND_OFF * 0.5 * (wp.abs(cost) + wp.abs(past_cost)):
+        return difference < 0.0
+    return -slope < past_slope
+
+
 @wp.kernel
 def line_search(
     # model
@@ -233,9 +245,11 @@ def line_search(
     terms need re-evaluation per trial. Exact: the root of ``dℓ/dα`` on [0, α_max] (α_max if
     ``dℓ/dα(α_max) ≤ 0``) by Newton's method kept inside a shrinking bracket (bisection fallback).
     Backtracking: the trials ``1/ρ, 1, ρ, ρ², …`` (``LINE_SEARCH_MAX_ITERATIONS`` of them) down to the first with
-    Armijo's ``ℓ(α) ≤ ℓ(0) + c α dℓ/dα(0)``, else the last; if that one lies past the minimum along the line
+    Armijo's ``ℓ(α) ≤ ℓ(0) + c α dℓ/dα(0)``; if that one lies past the minimum along the line
     (``dℓ/dα > 0``), shorter ones while they still do (ℓ convex: each is lower), and the first short of it if it
-    has Armijo's decrease and the smaller slope in size (nearer the minimum; exact for a quadratic ℓ). Taking the
+    has Armijo's decrease and is the lower (:func:`nearer_minimum`). Where no trial has it, the last where ℓ falls
+    up to it, else the root of dℓ/dα interpolated linearly between 0 and it: the last trial then rose above ℓ(0)
+    and, moving ``v``, cycled with the next Newton step to ``max_iterations``. Taking the
     first trial with Armijo's decrease, α = 1/ρ near the optimum, shrank the error only fourfold per Newton
     iteration (the quadratic convergence of Newton's method lost) and, past a kink where a stiff row turns on,
     overshot into the kink again: 2.5× the exact search's Newton iterations on landing piles, a two-cycle to
@@ -295,19 +309,22 @@ def line_search(
         else:
             trial = 1.0 / BACKTRACKING_RHO
             past_slope = float(0.0)  # > 0 once an accepted trial lies past the minimum along the line
+            past_cost = float(0.0)  # that trial's cost
             for _it in range(LINE_SEARCH_MAX_ITERATIONS):
                 lc, dc, hc = constraint_slope(trial, begin, end, live_rows, c_kind, c_vc, c_dvc, c_vhat, c_R, c_param)
                 slope = s0 + trial * s1 + dc
+                cost = lA0 + trial * s0 + 0.5 * trial * trial * s1 + lc
                 armijo = slope <= ARMIJO_C * slope0  # Armijo's decrease, certified by the slope (see above)
                 if not armijo:
-                    armijo = lA0 + trial * s0 + 0.5 * trial * trial * s1 + lc <= cost0 + ARMIJO_C * trial * slope0
+                    armijo = cost <= cost0 + ARMIJO_C * trial * slope0
                 if past_slope > 0.0:  # shorter trials after an accepted one past the minimum
                     if slope < 0.0:
-                        if armijo and -slope < past_slope:
-                            alpha = trial  # short of the minimum, but nearer it by the slopes
+                        if armijo and nearer_minimum(cost, slope, past_cost, past_slope):
+                            alpha = trial  # short of the minimum, but lower
                         break
                     alpha = trial  # still past it: ℓ rises on [trial, alpha], so trial is lower
                     past_slope = slope
+                    past_cost = cost
                     if slope == 0.0:
                         break
                 elif armijo:
@@ -315,8 +332,13 @@ def line_search(
                     if slope <= 0.0:
                         break  # the minimum lies at or beyond: no shorter trial is lower
                     past_slope = slope
+                    past_cost = cost
                 elif _it == LINE_SEARCH_MAX_ITERATIONS - 1:
-                    alpha = trial  # no sufficient decrease in any trial: the last, shortest step
+                    # no sufficient decrease in any trial: the last, shortest one where ℓ still falls up to it, else
+                    # the root of the slope interpolated between 0 and it (the minimum lies below the shortest trial)
+                    alpha = trial
+                    if slope > 0.0:
+                        alpha = trial * slope0 / (slope0 - slope)
                 trial *= BACKTRACKING_RHO
     lc1, dc1, hc1 = constraint_slope(alpha, begin, end, live_rows, c_kind, c_vc, c_dvc, c_vhat, c_R, c_param)
     cost1 = lA0 + alpha * s0 + 0.5 * alpha * alpha * s1 + lc1

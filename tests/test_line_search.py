@@ -133,6 +133,59 @@ def test_backtracking_converges_as_fast_as_the_exact_search_at_limits():
     assert iterations[1] <= 1.1 * iterations[0]
 
 
+def step_length_on_a_line(s0, s1, limit_rows, line_search_kind):
+    """α of ``line_search.line_search`` on one world's line ``ℓ(α) = α s0 + ½ α² s1 + Σ ½ R y₊²`` with
+    ``y = (v̂ − v_c − α Δv_c) / R`` over joint-limit rows ``(v_c, Δv_c, v̂, R)``, and its stall flag."""
+    from newton_sap.constraints.dispatch import JOINT_LIMIT
+    from newton_sap.line_search import ALPHA_MAX, line_search
+
+    def cpu(values, dtype):
+        return wp.array(values, dtype=dtype, device="cpu")
+
+    def impulse(row, alpha):
+        vc, dvc, v_hat, R = row
+        return max((v_hat - vc - alpha * dvc) / R, 0.0)
+
+    m = len(limit_rows)
+    slopes = [sum(-row[1] * impulse(row, alpha) for row in limit_rows) for alpha in (0.0, ALPHA_MAX)]
+    cost = sum(0.5 * row[3] * impulse(row, 0.0) ** 2 for row in limit_rows)
+    alpha, stalled, plain_newton = cpu([0.0], float), cpu([0], wp.int32), cpu([0], wp.int32)
+    rows = [cpu([(r[k], 0.0, 0.0) for r in limit_rows], wp.vec3) for k in range(3)]  # v_c, Δv_c, v̂
+    compliance = cpu([(r[3], 1.0, 1.0) for r in limit_rows], wp.vec3)
+    wp.launch(line_search, dim=1, device="cpu",
+              inputs=[cpu([0, 1], wp.int32), int(line_search_kind == "exact"), cpu([1], wp.int32), cpu([0], wp.int32),
+                      cpu([0.0], float), cpu([0.0], float), cpu([(s0, s1, 0.0)], wp.vec3), cpu([slopes], wp.vec2),
+                      cpu([0], wp.int32), cpu([m], wp.int32), cpu(np.arange(m), wp.int32),
+                      cpu([int(JOINT_LIMIT)] * m, wp.int32), *rows, compliance, cpu(np.zeros(m), float),
+                      cpu([1.0], float)],
+              outputs=[cpu([0.0], float), cpu([1.0], float), cpu([0.0], float), cpu([cost], float),
+                       cpu([wp.vec3()], wp.vec3), stalled, alpha, plain_newton])  # fmt: skip
+    return float(alpha.numpy()[0]), int(stalled.numpy()[0])
+
+
+@pytest.mark.parametrize("minimum", [1e-5, 1e-6, 1e-7])
+def test_backtracking_below_its_shortest_trial_takes_the_minimum(minimum):
+    """A line whose minimum lies below the shortest trial, 1.25 · 0.8³⁹ = 2.1e-4: no trial has Armijo's decrease.
+    Taking the last trial rose above ℓ(0) and moved ``v``, so that the next Newton step came back: a two-cycle to
+    ``max_iterations`` on random driven trees (helper review, session 28). The slope's root, interpolated between 0
+    and that trial, is the minimum of a quadratic line; a step that moves no velocity beyond round-off is flagged
+    ``NOT_MOVED``, as by the exact search."""
+    from newton_sap.line_search import NOT_MOVED, STEP_ROUND_OFF
+
+    alpha, stalled = step_length_on_a_line(-minimum, 1.0, [], "backtracking")
+    assert alpha == pytest.approx(minimum, rel=1e-4)
+    assert (stalled == NOT_MOVED) == (minimum <= STEP_ROUND_OFF)
+    assert (alpha, stalled) == pytest.approx(step_length_on_a_line(-minimum, 1.0, [], "exact"), rel=1e-4)
+
+
+def test_backtracking_compares_the_costs_of_the_trials_around_a_kink():
+    """The quadratic part's minimum at α = 1.2, a stiff limit row (R = 0.05) turning on at α = 1.24: the trial
+    1.25 past the minimum costs 0.0023 above it, 1.0 short of it 0.020. Choosing by the slopes (0.25 against
+    0.20) took 1.0 (helper review, session 28); the costs differ far above float32's resolution."""
+    alpha, _ = step_length_on_a_line(-1.2, 1.0, [(1.24, -1.0, 0.0, 0.05)], "backtracking")
+    assert alpha == pytest.approx(1.25)
+
+
 def test_rows_without_impulse_along_a_segment_follow_it_exactly():
     """``constraint_eval`` moves a row that had no impulse along the whole line-search segment by
     ``v_c += α Δv_c`` instead of forming ``J v``: after Newton steps with such rows (a landing sphere pile,
