@@ -68,9 +68,13 @@ Measured: the float32 floors leave up to about 1e-2 (stall exits over the test a
 backtracking), a wrong direction (an H assembled wrongly) about 1; a friction regularization σ = 1e-9 left a
 thrown box with a flat cost at 0.2-0.7 and its impulses 23-68 % off."""
 STEP_ROUND_OFF = 1.0e-6
-"""Stagnation in float32, scale-free: a step ``α Δv`` that changes no velocity by more than this fraction of
-it (about 8 float32 ulps) leaves ``v``, and so the next direction, as it was. The cost tests above cannot see
-this when the optimal cost is about 0 (``v`` near ``v_ref`` while stiff rows amplify the round-off of ``v``)."""
+"""Stagnation in float32, scale-free: a step ``α Δv`` that changes no velocity by more than this fraction of its
+tree's largest (about 8 float32 ulps; in momentum units ``√A_ii |v_i|``, :func:`step_moves`) leaves ``v``, and so
+the next direction, as it was, or changes it by round-off. The cost tests above cannot see this when the optimal
+cost is about 0 (``v`` near ``v_ref`` while stiff rows amplify the round-off of ``v``). Judged per velocity, a
+component at 1e-17 m/s beside the 3e-6 m/s of a body held by a rigid weld changed by its own size every
+iteration: the step counted as moved and the world ran every step to ``max_iterations`` (helper review, session
+28)."""
 
 
 @wp.func
@@ -99,6 +103,33 @@ def constraint_slope(
         slope -= wp.dot(dvc, gamma)
         curvature += wp.dot(dvc, G * dvc)
     return cost, slope, curvature
+
+
+@wp.func
+def step_moves(
+    w: int,
+    alpha: float,
+    world_tree_start: wp.array(dtype=wp.int32),
+    tree_dof_start: wp.array(dtype=wp.int32),
+    tree_dof_count: wp.array(dtype=wp.int32),
+    A_inv_diag: wp.array(dtype=float),
+    v: wp.array(dtype=float),
+    dv: wp.array(dtype=float),
+):
+    """Whether the step ``α Δv`` changes some velocity of world w by more than ``STEP_ROUND_OFF`` of its tree's
+    largest, both in momentum units ``|v_i| / √(1/A_ii)`` (kinematic dofs, ``1/A_ii = 0``, are no unknowns)."""
+    for t in range(world_tree_start[w], world_tree_start[w + 1]):
+        first = tree_dof_start[t]
+        last = first + tree_dof_count[t]
+        largest = float(0.0)
+        for i in range(first, last):
+            if A_inv_diag[i] > 0.0:
+                largest = wp.max(largest, wp.abs(v[i]) / wp.sqrt(A_inv_diag[i]))
+        for i in range(first, last):
+            if A_inv_diag[i] > 0.0:
+                if wp.abs(alpha * dv[i]) / wp.sqrt(A_inv_diag[i]) > STEP_ROUND_OFF * largest:
+                    return True
+    return False
 
 
 @wp.kernel
@@ -211,6 +242,9 @@ def nearer_minimum(cost: float, slope: float, past_cost: float, past_slope: floa
 def line_search(
     # model
     world_dof_start: wp.array(dtype=wp.int32),
+    world_tree_start: wp.array(dtype=wp.int32),
+    tree_dof_start: wp.array(dtype=wp.int32),
+    tree_dof_count: wp.array(dtype=wp.int32),
     # inputs
     exact: int,
     world_active: wp.array(dtype=wp.int32),
@@ -228,6 +262,7 @@ def line_search(
     c_vhat: wp.array(dtype=wp.vec3),
     c_R: wp.array(dtype=wp.vec3),
     c_param: wp.array(dtype=float),
+    A_inv_diag: wp.array(dtype=float),
     dv: wp.array(dtype=float),
     # outputs (v and Ae are read and updated; Adv is read and zeroed for the next product; world_cost is read,
     # world_cost and world_norms are zeroed for the next check's sums)
@@ -343,12 +378,9 @@ def line_search(
                 trial *= BACKTRACKING_RHO
     lc1, dc1, hc1 = constraint_slope(alpha, begin, end, live_rows, c_kind, c_vc, c_dvc, c_vhat, c_R, c_param)
     cost1 = lA0 + alpha * s0 + 0.5 * alpha * alpha * s1 + lc1
-    moved = int(0)
+    moved = step_moves(w, alpha, world_tree_start, tree_dof_start, tree_dof_count, A_inv_diag, v, dv)
     for i in range(n):
-        step = alpha * dv[s + i]
-        if wp.abs(step) > STEP_ROUND_OFF * wp.abs(v[s + i]):
-            moved = 1
-        v[s + i] = v[s + i] + step
+        v[s + i] = v[s + i] + alpha * dv[s + i]
         Ae[s + i] = Ae[s + i] + alpha * Adv[s + i]  # A (v − v_ref) follows v
         Adv[s + i] = 0.0  # the next A Δv accumulates from zero (no memset node)
     stalled = int(0)
@@ -359,7 +391,7 @@ def line_search(
             world_plain_newton_out[w] = 1
     elif alpha == 0.0:
         stalled = int(NO_DESCENT)
-    elif moved == 0:
+    elif not moved:
         stalled = int(NOT_MOVED)
     elif world_forcing[w] <= PRECISE_FORCING:  # a precise Newton direction
         if -slope0 <= COST_ROUND_OFF * scale:

@@ -134,8 +134,9 @@ def test_backtracking_converges_as_fast_as_the_exact_search_at_limits():
 
 
 def step_length_on_a_line(s0, s1, limit_rows, line_search_kind):
-    """α of ``line_search.line_search`` on one world's line ``ℓ(α) = α s0 + ½ α² s1 + Σ ½ R y₊²`` with
-    ``y = (v̂ − v_c − α Δv_c) / R`` over joint-limit rows ``(v_c, Δv_c, v̂, R)``, and its stall flag."""
+    """α of ``line_search.line_search`` on the line of one world (one tree, one dof of unit mass)
+    ``ℓ(α) = α s0 + ½ α² s1 + Σ ½ R y₊²`` with ``y = (v̂ − v_c − α Δv_c) / R`` over joint-limit rows
+    ``(v_c, Δv_c, v̂, R)``, and its stall flag."""
     from newton_sap.constraints.dispatch import JOINT_LIMIT
     from newton_sap.line_search import ALPHA_MAX, line_search
 
@@ -153,11 +154,12 @@ def step_length_on_a_line(s0, s1, limit_rows, line_search_kind):
     rows = [cpu([(r[k], 0.0, 0.0) for r in limit_rows], wp.vec3) for k in range(3)]  # v_c, Δv_c, v̂
     compliance = cpu([(r[3], 1.0, 1.0) for r in limit_rows], wp.vec3)
     wp.launch(line_search, dim=1, device="cpu",
-              inputs=[cpu([0, 1], wp.int32), int(line_search_kind == "exact"), cpu([1], wp.int32), cpu([0], wp.int32),
+              inputs=[cpu([0, 1], wp.int32), cpu([0, 1], wp.int32), cpu([0], wp.int32), cpu([1], wp.int32),
+                      int(line_search_kind == "exact"), cpu([1], wp.int32), cpu([0], wp.int32),
                       cpu([0.0], float), cpu([0.0], float), cpu([(s0, s1, 0.0)], wp.vec3), cpu([slopes], wp.vec2),
                       cpu([0], wp.int32), cpu([m], wp.int32), cpu(np.arange(m), wp.int32),
                       cpu([int(JOINT_LIMIT)] * m, wp.int32), *rows, compliance, cpu(np.zeros(m), float),
-                      cpu([1.0], float)],
+                      cpu([1.0], float), cpu([1.0], float)],
               outputs=[cpu([0.0], float), cpu([1.0], float), cpu([0.0], float), cpu([cost], float),
                        cpu([wp.vec3()], wp.vec3), stalled, alpha, plain_newton])  # fmt: skip
     return float(alpha.numpy()[0]), int(stalled.numpy()[0])

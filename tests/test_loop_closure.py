@@ -101,6 +101,38 @@ def test_weld_closure_holds_a_free_body_in_place():
     assert np.abs(quat_to_matrix(end[3:]) - quat_to_matrix(start[3:])).max() < 1e-4
 
 
+@pytest.mark.parametrize("momentum_mode", [False, True], ids=["v*", "momentum"])
+def test_weld_closure_pulls_a_body_on_without_gravity_and_converges_at_rest(momentum_mode):
+    """A free body started 3 cm and 0.6 rad off a FIXED loop joint to the world (rotated frames, COM off the
+    origin), without gravity: the weld pulls it on, and at rest its velocities, about 3e-6 m/s, are float32's floor
+    (the position updates no longer register). A velocity component at 1e-17 beside them changed by its own size
+    every Newton iteration, the step counted as moved, and from step 29 on most steps ran to ``max_iterations``, not
+    converged (helper review, session 28): steps now move only by more than round-off of the tree's largest
+    velocity (``line_search.STEP_ROUND_OFF``)."""
+    b = newton.ModelBuilder(gravity=(0.0, 0.0, 0.0))
+    parent_frame = wp.transform((0.1, -0.2, 1.0), wp.quat_rpy(0.4, -0.7, 1.1))
+    child_frame = wp.transform((0.15, 0.05, -0.1), wp.quat_rpy(-0.3, 0.2, 0.9))
+    welded = wp.transform_multiply(parent_frame, wp.transform_inverse(child_frame))
+    offset = wp.transform((0.03, -0.04, 0.01), wp.quat_from_axis_angle(wp.normalize(wp.vec3(1.0, 2.0, 3.0)), 0.6))
+    inertia = wp.mat33(0.02, 0, 0, 0, 0.03, 0, 0, 0, 0.025)
+    body = b.add_link(
+        mass=1.2, com=wp.vec3(0.2, 0.1, -0.05), inertia=inertia, xform=wp.transform_multiply(welded, offset)
+    )
+    b.add_articulation([b.add_joint_free(body)])
+    b.add_joint_fixed(-1, body, parent_xform=parent_frame, child_xform=child_frame)
+    model = b.finalize()
+    solver = newton_sap.SolverSAP(model, momentum_mode=momentum_mode)
+    s0, s1 = model.state(), model.state()
+    newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)
+    for _ in range(100):
+        solver.step(s0, s1, None, None, 0.01)
+        assert solver.stats.converged[0] and solver.stats.iterations[0] <= 3
+        s0, s1 = s1, s0
+    end = s0.body_q.numpy()[0]
+    assert np.abs(end[:3] - np.array(welded.p)).max() < 1e-6
+    assert np.abs(quat_to_matrix(end[3:]) - quat_to_matrix(np.array(welded.q))).max() < 1e-6
+
+
 def test_ball_closure_at_the_com_of_a_spinning_body_holds_it_still():
     """A free body spinning at 13 rad/s, its origin 0.3 m from its COM, pinned at the COM by a BALL loop joint
     (no gravity): it spins in place (the COM within 1e-4 m of the pin, the spin kept), though its origin circles
