@@ -11,7 +11,8 @@ SolverSAP solves the Newton constraints. A converted constraint acts only while 
 switching either off releases it (SolverMuJoCo reads only the row, other Newton solvers only the Newton flag).
 The importer sets both from ``active``; a constraint whose two flags disagree is named in a warning when the model
 is checked (construction, ``notify_model_changed``), so switching only one of them on is not silent. MuJoCo-only
-rows are named in a warning too.
+rows are named in a warning too, and so are converted rows whose ``solref``/``solimp`` (``model.mujoco.eq_solref``,
+``eq_solimp``) soften them in SolverMuJoCo: SolverSAP holds its loop joints and mimic couplings near-rigid.
 """
 
 import warnings
@@ -22,6 +23,9 @@ import numpy as np
 from .topology import name_list
 
 _KIND = newton.solvers.mujoco.equality.MjcEqualityTargetKind
+DEFAULT_SOLREF = (0.02, 1.0)
+DEFAULT_SOLIMP = (0.9, 0.95, 0.001, 0.5, 2.0)
+"""MuJoCo's default ``solref``/``solimp`` of an equality, which a row keeps unless its MJCF sets them."""
 TARGET_NONE, TARGET_JOINT, TARGET_MIMIC = int(_KIND.NONE), int(_KIND.JOINT), int(_KIND.MIMIC)
 """What a row became: nothing (a MuJoCo-only row), a loop joint, a mimic constraint."""
 
@@ -105,6 +109,30 @@ def warn_mujoco_only_rows(model: newton.Model, stacklevel: int) -> None:
     warnings.warn(
         f"MuJoCo equality rows that Newton did not convert to loop joints or mimic constraints are applied only "
         f"by SolverMuJoCo, not by SolverSAP: {name_list(names, len(only))} of model.mujoco.equality_constraint_*",
+        UserWarning,
+        stacklevel=stacklevel,
+    )
+
+
+def warn_soft_rows(model: newton.Model, stacklevel: int) -> None:
+    """One warning naming the enabled rows that Newton made a loop joint or mimic constraint of while their
+    ``solref``/``solimp`` differ from MuJoCo's defaults: SolverMuJoCo softens them so, SolverSAP does not."""
+    rows = equality_rows(model)
+    solref, solimp = getattr(rows, "eq_solref", None), getattr(rows, "eq_solimp", None)
+    if solref is None or solimp is None:
+        return
+    converted = (rows.equality_constraint_target_kind.numpy() != TARGET_NONE) & row_enabled(model)
+    own = ~np.isclose(solref.numpy(), DEFAULT_SOLREF).all(axis=1) | ~np.isclose(solimp.numpy(), DEFAULT_SOLIMP).all(
+        axis=1
+    )
+    soft = np.nonzero(converted & own)[0]
+    if len(soft) == 0:
+        return
+    labels = list(getattr(rows, "equality_constraint_label", None) or [])
+    names = [f"row {r}" + (f" ('{labels[r]}')" if r < len(labels) and labels[r] else "") for r in soft[:5]]
+    warnings.warn(
+        f"SolverSAP holds its loop joints and mimic couplings near-rigid: the solref/solimp of MuJoCo equality "
+        f"{name_list(names, len(soft))} (model.mujoco.eq_solref, eq_solimp), which SolverMuJoCo applies, are not",
         UserWarning,
         stacklevel=stacklevel,
     )

@@ -34,7 +34,8 @@ from .model_checks import (
     warn_disabled_tree_joints,
 )
 from .mujoco_actuation import warn_mujoco_actuation
-from .mujoco_equalities import warn_half_enabled, warn_mujoco_only_rows
+from .mujoco_equalities import warn_half_enabled, warn_mujoco_only_rows, warn_soft_rows
+from .mujoco_options import warn_mujoco_option_flags
 from .observables import (
     add_to_parents,
     body_acceleration_wrenches,
@@ -223,12 +224,14 @@ class SolverSAP(newton.solvers.SolverBase):
             check_inertial_properties(model, topo)
         if flags & F.MODEL_PROPERTIES:
             check_gravity(model)
+            warn_mujoco_option_flags(model, stacklevel=4)  # the SolverSAP(...) or notify_model_changed call
         if flags & F.SHAPE_PROPERTIES:
             validate_materials(model, self.options)
         if flags & (F.JOINT_DOF_PROPERTIES | F.JOINT_DOF_FORCE_PROPERTIES | F.JOINT_REFERENCE_POSE_PROPERTIES):
             self._joint_rows = validate_joint_drives_and_limits(model, topo, self.options)
         if flags & F.CONSTRAINT_PROPERTIES:
             warn_mujoco_only_rows(model, stacklevel=4)  # the SolverSAP(...) or notify_model_changed call
+            warn_soft_rows(model, stacklevel=4)
         if flags & (F.ACTUATOR_PROPERTIES | F.BODY_PROPERTIES):
             warn_mujoco_actuation(model, stacklevel=4)
         if flags & (F.CONSTRAINT_PROPERTIES | F.JOINT_PROPERTIES):

@@ -245,6 +245,30 @@ def test_mujoco_only_equality_rows_are_named_in_a_warning():
         newton_sap.SolverSAP(model)
 
 
+def test_soft_mjcf_equalities_are_named_in_a_warning():
+    """A converted MJCF equality with its own ``solref``/``solimp`` (a spring in MuJoCo: the ball sags 0.15 m) is
+    held near-rigid by SolverSAP: the model says so, naming the row (before: silence); default rows are not named."""
+    mjcf = MJCF_CONNECT.replace('active="{active}"', 'active="true" solref="0.5 0.3"').replace(
+        "</equality>", '<connect body1="ball" body2="world" anchor="0 0 0.1"/></equality>'
+    )
+    b = newton.ModelBuilder(gravity=(0.0, 0.0, -9.81))
+    b.add_mjcf(mjcf)
+    with pytest.warns(UserWarning, match=r"the solref/solimp of MuJoCo equality row 0 \(model.mujoco"):
+        newton_sap.SolverSAP(b.finalize())
+
+
+def test_disabled_mujoco_option_flags_are_named_in_a_warning():
+    """``<flag equality="disable" limit="disable"/>``: SolverMuJoCo leaves the connect (the ball falls) and the
+    limits out, SolverSAP reads no MuJoCo option: the model says which flags are off (before: silence)."""
+    mjcf = MJCF_CONNECT.format(active="true").replace(
+        "<worldbody>", '<option><flag equality="disable" limit="disable"/></option><worldbody>'
+    )
+    b = newton.ModelBuilder(gravity=(0.0, 0.0, -9.81))
+    b.add_mjcf(mjcf)
+    with pytest.warns(UserWarning, match=r'<flag equality="disable" limit="disable"/>'):
+        newton_sap.SolverSAP(b.finalize())
+
+
 def test_disabled_tree_joint_is_named_in_a_warning():
     """A tree joint is the body's coordinates in reduced coordinates: joint_enabled = False cannot detach it."""
     model = four_bar()
