@@ -96,6 +96,13 @@ def warn_half_enabled(model: newton.Model, loop_joints: np.ndarray, stacklevel: 
         )
 
 
+def _row_names(rows, indices: np.ndarray) -> str:
+    """Equality rows ``indices`` as ``row r ('label')``, the first five and how many more."""
+    labels = list(getattr(rows, "equality_constraint_label", None) or [])
+    names = [f"row {r}" + (f" ('{labels[r]}')" if r < len(labels) and labels[r] else "") for r in indices[:5]]
+    return name_list(names, len(indices))
+
+
 def warn_mujoco_only_rows(model: newton.Model, stacklevel: int) -> None:
     """One warning naming the enabled MuJoCo-only rows (``target_kind`` NONE), which SolverSAP does not apply."""
     rows = equality_rows(model)
@@ -104,11 +111,9 @@ def warn_mujoco_only_rows(model: newton.Model, stacklevel: int) -> None:
     only = np.nonzero((rows.equality_constraint_target_kind.numpy() == TARGET_NONE) & row_enabled(model))[0]
     if len(only) == 0:
         return
-    labels = list(getattr(rows, "equality_constraint_label", None) or [])
-    names = [f"row {r}" + (f" ('{labels[r]}')" if r < len(labels) and labels[r] else "") for r in only[:5]]
     warnings.warn(
         f"MuJoCo equality rows that Newton did not convert to loop joints or mimic constraints are applied only "
-        f"by SolverMuJoCo, not by SolverSAP: {name_list(names, len(only))} of model.mujoco.equality_constraint_*",
+        f"by SolverMuJoCo, not by SolverSAP: {_row_names(rows, only)} of model.mujoco.equality_constraint_*",
         UserWarning,
         stacklevel=stacklevel,
     )
@@ -118,21 +123,17 @@ def warn_soft_rows(model: newton.Model, stacklevel: int) -> None:
     """One warning naming the enabled rows that Newton made a loop joint or mimic constraint of while their
     ``solref``/``solimp`` differ from MuJoCo's defaults: SolverMuJoCo softens them so, SolverSAP does not."""
     rows = equality_rows(model)
-    solref, solimp = getattr(rows, "eq_solref", None), getattr(rows, "eq_solimp", None)
-    if solref is None or solimp is None:
+    if rows is None or getattr(rows, "eq_solref", None) is None or getattr(rows, "eq_solimp", None) is None:
         return
     converted = (rows.equality_constraint_target_kind.numpy() != TARGET_NONE) & row_enabled(model)
-    own = ~np.isclose(solref.numpy(), DEFAULT_SOLREF).all(axis=1) | ~np.isclose(solimp.numpy(), DEFAULT_SOLIMP).all(
-        axis=1
-    )
-    soft = np.nonzero(converted & own)[0]
+    own_solref = ~np.isclose(rows.eq_solref.numpy(), DEFAULT_SOLREF).all(axis=1)
+    own_solimp = ~np.isclose(rows.eq_solimp.numpy(), DEFAULT_SOLIMP).all(axis=1)
+    soft = np.nonzero(converted & (own_solref | own_solimp))[0]
     if len(soft) == 0:
         return
-    labels = list(getattr(rows, "equality_constraint_label", None) or [])
-    names = [f"row {r}" + (f" ('{labels[r]}')" if r < len(labels) and labels[r] else "") for r in soft[:5]]
     warnings.warn(
         f"SolverSAP holds its loop joints and mimic couplings near-rigid: the solref/solimp of MuJoCo equality "
-        f"{name_list(names, len(soft))} (model.mujoco.eq_solref, eq_solimp), which SolverMuJoCo applies, are not",
+        f"{_row_names(rows, soft)} (model.mujoco.eq_solref, eq_solimp), which SolverMuJoCo applies, are not",
         UserWarning,
         stacklevel=stacklevel,
     )
