@@ -94,9 +94,18 @@ def precondition_tree(
 ):
     """``z = P_t⁻¹ r`` over one tree's dofs [s, s + m): forward and back substitution with the tree's stored
     Cholesky factor L (row-major, lower triangle, at ``dof_dense_offset[s]``), Jacobi for a tree without
-    a dense block (offset < 0)."""
+    a dense block (offset < 0) and for one whose factorization broke down in float32 (a pivot not positive:
+    L's diagonal NaN from there on; A's diagonal then). A 19-dof tree with stiff self-contacts (cond(A) 1e5)
+    turned its world NaN, flagged failed, where the dense and block-Cholesky solves converge (helper review,
+    session 28)."""
     block = dof_dense_offset[s]
-    if block < 0:
+    factored = block >= 0
+    if factored:
+        for a in range(m):
+            pivot = P[block + a * m + a]
+            if not (pivot > 0.0 and wp.isfinite(pivot)):
+                factored = False
+    if not factored:
         for a in range(m):
             z[s + a] = r[s + a] / pdiag[s + a]
         return
@@ -251,7 +260,7 @@ def world_pcg(
         pHp = float(0.0)
         for i in range(s, s + n):
             pHp += p[i] * Hp[i]
-        if pHp <= 0.0:
+        if not pHp > 0.0:  # H not positive along p in float32 (or NaN): stop with what was reached
             break
         iterations += 1
         alpha = rz / pHp

@@ -1,11 +1,14 @@
 """Large worlds: block-preconditioned CG gives the same steps as the dense Cholesky of H."""
 
+import newton
 import numpy as np
 import pytest
+from sap_reference import solve_contact_problem
 
 import newton_sap
 
 from contact_scenes import Run, box_on_ground, copy_state
+from random_trees import add_random_tree, random_state
 
 
 # dense tree blocks, or Jacobi for every tree: a Jacobi-preconditioned solve stops at the float32 cost
@@ -90,3 +93,38 @@ def test_cg_stopped_short_of_its_forcing_term_records_the_residual_it_reached(la
     run.step(0.01)
     assert run.iterations[-1][0] == 5 and run.cg_iterations[-1][0] > 0
     assert run.solver._sap.world_forcing.numpy()[0] > CG_LOOSEST_TOLERANCE
+
+
+@pytest.mark.parametrize("pcg_threads", ["world", "dof"])
+def test_a_tree_block_broken_in_float32_preconditions_by_its_diagonal(pcg_threads):
+    """Two random trees (a 19-dof FREE-rooted one and a 2-dof one) with a sphere on every body, some overlapping
+    (stiff self-contacts; cond(A) 1.3e5): at the second Newton iteration the big tree's block of the preconditioner
+    is not positive definite in float32, its tile Cholesky gives NaN, and PCG turned the world NaN, flagged failed,
+    where the dense solve converges (helper review, session 28). The block then preconditions by A's diagonal:
+    the world converges, as near the float64 SAP solve as float32 gets here."""
+    rng = np.random.default_rng(2)
+    scene = newton.ModelBuilder()
+    for _ in range(2):
+        world = newton.ModelBuilder()
+        add_random_tree(world, rng, 5, root_type="free")
+        add_random_tree(world, rng, 3, root_type=str(rng.choice(["revolute", "ball", "d6", "prismatic"])))
+        for body in range(world.body_count):
+            world.add_shape_sphere(body, radius=0.1, cfg=newton.ModelBuilder.ShapeConfig(density=0.0, mu=0.7))
+        scene.add_world(world)
+    scene.add_ground_plane()
+    model = scene.finalize()
+    solver = newton_sap.SolverSAP(model, dense_world_max_dofs=0, block_cholesky_max_dofs=0, pcg_threads=pcg_threads)
+    q, qd = random_state(model, rng, speed=0.5)
+    free_roots = (model.joint_type.numpy() == newton.JointType.FREE) & (model.joint_parent.numpy() < 0)
+    q[model.joint_q_start.numpy()[np.nonzero(free_roots)[0]] + 2] = 0.6  # the FREE roots 0.6 m above the ground
+    state = model.state()
+    state.joint_q.assign(q)
+    state.joint_qd.assign(qd)
+    newton.eval_fk(model, state.joint_q, state.joint_qd, state)
+    pipeline = newton.CollisionPipeline(model)
+    contacts = pipeline.contacts()
+    pipeline.collide(state, contacts)
+    snap = solver.snapshot(state, dt=0.01, contacts=contacts)
+    assert not solver.stats.failed.any() and solver.stats.converged.all()
+    reference = solve_contact_problem(snap, 1)
+    assert np.abs(snap.velocity[1] - reference).max() < 1e-2 * np.abs(reference).max()
