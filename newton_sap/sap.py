@@ -888,7 +888,10 @@ def check_convergence(
 @functools.cache
 def newton_direction_kernel(n: int):
     """Tile kernel for worlds of ``n`` dofs: ``Δv = −H⁻¹ ∇ℓ`` by a dense Cholesky of H (worlds not solved by
-    the tree LDLᵀ)."""
+    the tree LDLᵀ). Where the factorization breaks down in float32 (H too ill-conditioned: a pivot not positive,
+    the direction not finite), the Jacobi direction ``−∇ℓ_i / H_ii``, which descends as well: the world goes on,
+    slowly, instead of failing on NaN (a planar chain of 32 light links on the ground failed every step so on the
+    GPU's path)."""
 
     @wp.kernel(module="unique", module_options={"enable_backward": False})
     def newton_direction(
@@ -912,7 +915,11 @@ def newton_direction_kernel(n: int):
         L = wp.tile_cholesky(H)
         g = wp.tile_load(grad, shape=n, offset=start)
         dv = wp.tile_cholesky_solve(L, g)
-        wp.tile_store(dv_out, -dv, offset=start)
+        if wp.isfinite(wp.tile_extract(wp.tile_sum(dv), 0)):
+            wp.tile_store(dv_out, -dv, offset=start)
+        else:
+            for i in range(n):  # every thread of the block writes the same values
+                dv_out[start + i] = -grad[start + i] / H_blocks[t, i, i]
 
     return newton_direction
 

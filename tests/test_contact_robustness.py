@@ -222,3 +222,30 @@ def test_random_drops_converge_and_never_gain_energy():
         E, E_before = world_energies(model, run.s0), E
         assert np.all(np.isfinite(E)) and np.all(E - E_before <= 0.02 * weight) and np.all(E <= E0), (E, E_before)
     assert np.all(E < 0.9 * E0)
+
+
+def test_a_dense_cholesky_broken_in_float32_takes_jacobi_directions(monkeypatch):
+    """The GPU's solve of small worlds (a dense tile Cholesky of H per world), taken on the CPU: a planar chain of
+    32 links of 0.1 kg and 5 cm lying on the ground (one tree, cond(D H D) ≈ 3e8) breaks the float32 factorization,
+    whose NaN direction failed the world in every step. Where the direction is not finite the world takes the
+    Jacobi direction instead: no step fails and most converge."""
+    from newton_sap import factorization
+
+    monkeypatch.setattr(factorization, "TREE_LDLT_ON_CPU", False)
+    b = newton.ModelBuilder()
+    b.add_ground_plane(cfg=newton.ModelBuilder.ShapeConfig(mu=0.5))
+    parent, joints = -1, []
+    for k in range(32):
+        link = b.add_link(mass=0.1, inertia=wp.mat33(np.eye(3) * 1e-4))
+        b.add_shape_sphere(link, xform=wp.transform((0.025, 0.0, 0.0), wp.quat_identity()), radius=0.02)
+        joint_frame = wp.transform((0.05 if k else 0.0, 0.0, 0.0 if k else 0.0195), wp.quat_identity())
+        joints.append(b.add_joint_revolute(parent, link, axis=(0.0, 1.0, 0.0), parent_xform=joint_frame))
+        parent = link
+    b.add_articulation(joints)
+    run = Run(b.finalize(), dense_world_max_dofs=64)
+    failed = []
+    for _ in range(20):
+        run.step(0.01)
+        failed.append(run.solver.stats.failed[0])
+    assert not any(failed) and np.isfinite(run.s0.joint_qd.numpy()).all()
+    assert np.mean(run.converged) >= 0.5
