@@ -100,11 +100,11 @@ def take_snapshot(solver, state, control, dt: float, contacts) -> SapSnapshot:
     def host(array):
         return array.numpy()[:n].astype(np.float64)
 
-    # bias: the same pipeline with no applied or passive force gives τ = −b and A = M
-    solver._dynamics(state, None, None, dt, passive=0, include_external=0)
+    # bias: the same pipeline without applied forces and step terms gives τ = −b and A = M
+    solver._dynamics(state, None, None, dt, step_terms=0, include_external=0)
     mass_int = _world_matrices(solver.topology, solver._rows.numpy().astype(np.float64))
     bias_int = -host(solver._tau)
-    solver._dynamics(state, control.joint_f, state.body_f, dt, passive=1, include_external=1)
+    solver._dynamics(state, control.joint_f, state.body_f, dt, step_terms=1, include_external=1)
     tau_int, v0_int = host(solver._tau), host(solver._v0)
     solver._free_motion(dt)
     v_star_int = host(solver._v_star)

@@ -337,7 +337,7 @@ class SolverSAP(newton.solvers.SolverBase):
         control = self._control(control)
         momentum = self.options.momentum_mode
         self._flag_failed_inputs(state_in, control)
-        self._dynamics(state_in, control.joint_f, state_in.body_f, dt, passive=1, include_external=1)
+        self._dynamics(state_in, control.joint_f, state_in.body_f, dt, step_terms=1, include_external=1)
         sap_runs = contacts is not None or momentum or self._sap.model_constraints
         if sap_runs:
             self._count_dropped_contacts(contacts, warn_stacklevel=None if capturing else 3)
@@ -516,9 +516,11 @@ class SolverSAP(newton.solvers.SolverBase):
             raise ValueError(f"dt must be a positive time step [s] in float32's normal range, got {dt}")
         return dt
 
-    def _dynamics(self, state, joint_f, body_f, dt: float, passive: int, include_external: int) -> None:
-        """FK, RNE and CRBA at ``state``: fills A (sparse rows and dense blocks), τ and v0; ``passive``
-        adds the implicit joint damping and stiffness (see ``dynamics.mass_matrix_rows``)."""
+    def _dynamics(self, state, joint_f, body_f, dt: float, step_terms: int, include_external: int) -> None:
+        """FK, RNE and CRBA at ``state``: fills A (sparse rows and dense blocks), τ and v0; ``step_terms``
+        adds what a step of ``dt`` integrates implicitly: joint damping and stiffness (see
+        ``dynamics.mass_matrix_rows``) and free bodies' gyroscopic torques (``dynamics.free_rotation_torque``);
+        without them A = M and τ = −b."""
         model, topo, T = self.model, self.topology, self._topo
         device = model.device
         if joint_f is None:
@@ -540,9 +542,9 @@ class SolverSAP(newton.solvers.SolverBase):
             dim=len(topo.tree_bodies),
             inputs=[
                 T.tree_bodies, T.body_tree, model.body_world, model.body_mass, model.body_com, model.body_inertia,
-                model.gravity, T.body_joint, model.joint_type, model.joint_qd_start, T.body_last_dof, T.dof_parent,
-                T.dof_body, include_external, self._body_q, self._body_twist, self._body_bias_acc, body_f, joint_f,
-                self._dof_S, self._tree_ref,
+                model.gravity, T.body_joint, model.joint_type, model.joint_qd_start, model.joint_X_c, T.body_last_dof,
+                T.dof_parent, T.dof_body, dt * step_terms, include_external, self._body_q, self._body_twist,
+                self._body_bias_acc, body_f, joint_f, self._dof_S, self._tree_ref,
             ],
             outputs=[self._composite_inertia, self._composite_force, self._dof_S_tree],
             device=device,
@@ -562,7 +564,7 @@ class SolverSAP(newton.solvers.SolverBase):
                 T.dof_public, T.dof_body, T.dof_parent, T.dof_depth, T.dof_tree, T.dof_row_start,
                 T.dof_dense_offset, T.dof_local, T.tree_dof_count, T.body_tree, model.body_flags, model.joint_armature,
                 model.joint_damping, model.joint_stiffness, model.joint_rest_q, T.dof_coord, T.dof_joint,
-                model.joint_type, dt, passive, self._dense_blocks_used, state.joint_q, self._v0, self._dof_S_tree,
+                model.joint_type, dt, step_terms, self._dense_blocks_used, state.joint_q, self._v0, self._dof_S_tree,
                 self._composite_inertia, self._composite_force, joint_f,
             ],
             outputs=[self._rows, self._dense, self._tau, self._A_inv_diag],
