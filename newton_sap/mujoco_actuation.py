@@ -1,11 +1,15 @@
-"""What Newton's MJCF importer keeps for SolverMuJoCo alone about actuation, named in warnings.
+"""MuJoCo actuation that Newton's MJCF importer keeps for SolverMuJoCo: the motors SolverSAP applies, and warnings
+naming the rest.
 
 Newton's MJCF importer (which registers SolverMuJoCo's custom attributes itself) turns a ``<position>``/``<velocity>``
 actuator on a joint into Newton's joint drive (``joint_target_ke/kd``, ``joint_target_mode``), which SolverSAP
 applies, and keeps the rest in ``model.mujoco``: actuators driven by ``control.mujoco.ctrl`` (``<motor>``,
 ``<general>``; ``ctrl_source`` CTRL_DIRECT), the force and control ranges and ``dampratio`` of the drives (the
-drive's damping then stays ``joint_target_kd = 0``), and gravity compensation (``gravcomp``). SolverMuJoCo
-applies them all; SolverSAP, like SolverFeatherstone, none: these warnings say so, naming what is left out.
+drive's damping then stays ``joint_target_kd = 0``), and gravity compensation (``gravcomp``).
+
+SolverSAP applies the MuJoCo motors (:func:`motor_rows`): ``τ_dof += gear · clamp(gain · clamp(ctrl, ctrlrange),
+forcerange)``, an explicit generalized force like ``joint_f``, read from ``control.mujoco.ctrl`` at every step. The
+other ctrl-driven actuators, the drives' ranges and ``dampratio`` and gravity compensation are named in warnings.
 """
 
 from __future__ import annotations
@@ -14,15 +18,24 @@ import warnings
 
 import newton
 import numpy as np
+import warp as wp
 
-from .topology import entity_list, name_list
+from .topology import JOINT_D6, JOINT_PRISMATIC, JOINT_REVOLUTE, entity_list, name_list
+
+wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
 CTRL_DIRECT = 1
 """``model.mujoco.ctrl_source`` of an actuator driven by ``control.mujoco.ctrl`` (Newton's ``CtrlSource``)."""
 TRN_JOINT = 0
 """``model.mujoco.actuator_trntype`` of an actuator on a joint dof (``actuator_trnid[k, 0]``; Newton's ``TrnType``)."""
-LIMITED, AUTO = 1, 2
+LIMITED, AUTO = wp.constant(1), wp.constant(2)
 """``actuator_ctrllimited``/``actuator_forcelimited``: on, or on where a range is given (MuJoCo's ``auto``)."""
+DYN_NONE, GAIN_FIXED, BIAS_NONE = 0, 0, 0
+"""``actuator_dyntype``, ``actuator_gaintype``, ``actuator_biastype`` of a motor: no activation state, a constant
+gain ``gainprm[0]``, no bias."""
+
+vec6 = wp.types.vector(length=6, dtype=wp.float32)
+vec10 = wp.types.vector(length=10, dtype=wp.float32)
 
 
 def _limited(flag: np.ndarray, has_range: np.ndarray) -> np.ndarray:
@@ -52,7 +65,8 @@ def _actuator_names(model: newton.Model, rows: np.ndarray) -> str:
 
 
 def warn_mujoco_actuation(model: newton.Model, stacklevel: int) -> None:
-    """Warnings naming the MuJoCo actuators driven by ``control.mujoco.ctrl``, the drives whose MuJoCo force or
+    """Warnings naming the MuJoCo actuators driven by ``control.mujoco.ctrl`` that are not motors (SolverSAP applies
+    those alone, :func:`motor_rows`), the drives whose MuJoCo force or
     control range or ``dampratio`` is not applied, and the bodies with gravity compensation; none for a model
     without Newton's MuJoCo attributes. ``stacklevel`` points at the ``SolverSAP(...)`` or
     ``notify_model_changed`` call."""
@@ -62,12 +76,15 @@ def warn_mujoco_actuation(model: newton.Model, stacklevel: int) -> None:
     count = model.custom_frequency_counts.get("mujoco:actuator", 0)
     if count and hasattr(mj, "ctrl_source") and hasattr(mj, "actuator_trnid"):
         direct = mj.ctrl_source.numpy()[:count] == CTRL_DIRECT
-        rows = np.nonzero(direct)[0]
+        ignored = direct.copy()
+        ignored[motor_rows(model)] = False
+        rows = np.nonzero(ignored)[0]
         if len(rows):
             warnings.warn(
                 f"{_actuator_names(model, rows)} {_verb(rows)} driven by control.mujoco.ctrl, which only SolverMuJoCo "
-                "applies; SolverSAP ignores such MuJoCo actuators: drive the joints by control.joint_f or Newton's "
-                "joint targets",
+                "applies to such actuators; SolverSAP applies the MuJoCo motors alone (a fixed gain, no bias, no "
+                "activation dynamics, on a hinge or slide dof) and ignores these: drive their joints by "
+                "control.joint_f or Newton's joint targets",
                 UserWarning,
                 stacklevel=stacklevel,
             )
@@ -94,3 +111,115 @@ def warn_mujoco_actuation(model: newton.Model, stacklevel: int) -> None:
                 UserWarning,
                 stacklevel=stacklevel,
             )
+
+
+def motor_rows(model: newton.Model) -> np.ndarray:
+    """Rows of ``model.mujoco``'s actuators that SolverSAP applies, the MuJoCo motors: driven by
+    ``control.mujoco.ctrl`` (CTRL_DIRECT), on one dof of a REVOLUTE, PRISMATIC or D6 joint (a joint transmission
+    on a hinge or slide), with no activation dynamics, a fixed gain and no bias (MJCF ``<motor>``, or a
+    ``<general>`` of that form). Empty for a model without Newton's MuJoCo attributes."""
+    mj = getattr(model, "mujoco", None)
+    count = model.custom_frequency_counts.get("mujoco:actuator", 0) if mj is not None else 0
+    if not count or not hasattr(mj, "ctrl_source") or not hasattr(mj, "actuator_trnid"):
+        return np.zeros(0, np.int32)
+    dof = mj.actuator_trnid.numpy()[:count, 0]
+    on_dof = (mj.actuator_trntype.numpy()[:count] == TRN_JOINT) & (dof >= 0) & (dof < model.joint_dof_count)
+    joint = np.searchsorted(model.joint_qd_start.numpy(), np.where(on_dof, dof, 0), side="right") - 1
+    scalar = np.isin(model.joint_type.numpy()[joint], (JOINT_REVOLUTE, JOINT_PRISMATIC, JOINT_D6))
+    motor = (mj.ctrl_source.numpy()[:count] == CTRL_DIRECT) & on_dof & scalar
+    motor &= mj.actuator_dyntype.numpy()[:count] == DYN_NONE
+    motor &= (mj.actuator_gaintype.numpy()[:count] == GAIN_FIXED) & (mj.actuator_biastype.numpy()[:count] == BIAS_NONE)
+    return np.nonzero(motor)[0].astype(np.int32)
+
+
+@wp.func
+def clamp_if(x: float, limited: int, has_range: int, bounds: wp.vec2):
+    """``x`` clamped to ``bounds`` where MuJoCo's ``limited`` flag (on, or ``auto`` with a range) says so."""
+    if limited == LIMITED or (limited == AUTO and has_range != 0):
+        return wp.clamp(x, bounds[0], bounds[1])
+    return x
+
+
+@wp.kernel
+def add_motor_forces(
+    # model
+    is_motor: wp.array(dtype=wp.int32),
+    trnid: wp.array(dtype=wp.vec2i),
+    gear: wp.array(dtype=vec6),
+    gainprm: wp.array(dtype=vec10),
+    ctrllimited: wp.array(dtype=wp.int32),
+    has_ctrlrange: wp.array(dtype=wp.int32),
+    ctrlrange: wp.array(dtype=wp.vec2),
+    forcelimited: wp.array(dtype=wp.int32),
+    has_forcerange: wp.array(dtype=wp.int32),
+    forcerange: wp.array(dtype=wp.vec2),
+    # inputs
+    ctrl: wp.array(dtype=float),
+    # outputs (accumulated)
+    joint_f_out: wp.array(dtype=float),
+):
+    """Per actuator k that is a motor (``is_motor``, :func:`motor_rows`): MuJoCo's actuator force
+    ``f = clamp(g · clamp(u, ctrlrange), forcerange)`` [N or N·m per unit of gear] with ``u = ctrl[k]`` and gain
+    ``g = gainprm[0]``, added to its dof's generalized force as ``gear[0] · f`` [N·m on a hinge, N on a slide]."""
+    k = wp.tid()
+    if is_motor[k] == 0:
+        return
+    u = clamp_if(ctrl[k], ctrllimited[k], has_ctrlrange[k], ctrlrange[k])
+    f = clamp_if(gainprm[k][0] * u, forcelimited[k], has_forcerange[k], forcerange[k])
+    wp.atomic_add(joint_f_out, trnid[k][0], gear[k][0] * f)
+
+
+class MujocoMotors:
+    """The MuJoCo motors of a model with Newton's MuJoCo actuators (:func:`motor_rows`, refreshed in place by
+    :meth:`refresh`) and the buffer of ``joint_f`` plus their forces."""
+
+    def __init__(self, model: newton.Model):
+        self.model = model
+        self.count = model.custom_frequency_counts["mujoco:actuator"]
+        self.is_motor = wp.zeros(self.count, dtype=wp.int32, device=model.device)
+        self.joint_f = wp.zeros(max(model.joint_dof_count, 1), dtype=float, device=model.device)
+        self.any = False
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Re-read which actuators are motors (after ``notify_model_changed`` with actuator properties)."""
+        flags = np.zeros(self.count, np.int32)
+        flags[motor_rows(self.model)] = 1
+        self.is_motor.assign(flags)
+        self.any = bool(flags.any())
+
+    def add_to(self, joint_f: wp.array | None, control) -> wp.array | None:
+        """``joint_f`` (None: zero) plus the motors' generalized forces from ``control.mujoco.ctrl``, in this
+        object's buffer; ``joint_f`` as given when the model has no motor or ``control`` no ``mujoco.ctrl`` (no
+        control: no motor force, as in SolverMuJoCo). A ``ctrl`` shorter than the model's actuators raises
+        ``ValueError``."""
+        ctrl = getattr(getattr(control, "mujoco", None), "ctrl", None)
+        if ctrl is None or not self.any:
+            return joint_f
+        if ctrl.shape[0] < self.count:
+            raise ValueError(
+                f"control.mujoco.ctrl has {ctrl.shape[0]} entries; the model has {self.count} MuJoCo actuators"
+            )
+        if joint_f is None:
+            self.joint_f.zero_()
+        else:
+            wp.copy(self.joint_f, joint_f, count=self.model.joint_dof_count)
+        mj = self.model.mujoco
+        wp.launch(
+            add_motor_forces,
+            dim=self.count,
+            inputs=[self.is_motor, mj.actuator_trnid, mj.actuator_gear, mj.actuator_gainprm, mj.actuator_ctrllimited,
+                    mj.actuator_has_ctrlrange, mj.actuator_ctrlrange, mj.actuator_forcelimited,
+                    mj.actuator_has_forcerange, mj.actuator_forcerange, ctrl],
+            outputs=[self.joint_f],
+            device=self.model.device,
+        )  # fmt: skip
+        return self.joint_f
+
+
+def mujoco_motors(model: newton.Model) -> MujocoMotors | None:
+    """:class:`MujocoMotors` for a model with Newton's MuJoCo actuators, else None."""
+    mj = getattr(model, "mujoco", None)
+    if mj is None or not model.custom_frequency_counts.get("mujoco:actuator", 0) or not hasattr(mj, "ctrl_source"):
+        return None
+    return MujocoMotors(model)

@@ -33,7 +33,7 @@ from .model_checks import (
     warn_body_velocities_without_joint_velocities,
     warn_disabled_tree_joints,
 )
-from .mujoco_actuation import warn_mujoco_actuation
+from .mujoco_actuation import mujoco_motors, warn_mujoco_actuation
 from .mujoco_equalities import warn_half_enabled, warn_mujoco_only_rows, warn_soft_rows
 from .mujoco_options import warn_mujoco_option_flags
 from .observables import (
@@ -205,6 +205,7 @@ class SolverSAP(newton.solvers.SolverBase):
         self._sap = SapSolver(topo, self._topo, device, self.options)
         self._sap.read_equality_rows(model)
         self._dense_blocks_used = int(not self._tree_ldlt or self._sap.uses_pcg)  # free motion, PCG
+        self._motors = mujoco_motors(model)  # MuJoCo motors driven by control.mujoco.ctrl (added to joint_f)
         self._joint_rows = False  # any drive, finite limit or joint friction (_validate_joint_drives_and_limits)
         self._mimic_rows = False  # any mimic coupling
 
@@ -234,6 +235,8 @@ class SolverSAP(newton.solvers.SolverBase):
             warn_soft_rows(model, stacklevel=4)
         if flags & (F.ACTUATOR_PROPERTIES | F.BODY_PROPERTIES):
             warn_mujoco_actuation(model, stacklevel=4)
+        if flags & F.ACTUATOR_PROPERTIES and self._motors is not None:
+            self._motors.refresh()
         if flags & (F.CONSTRAINT_PROPERTIES | F.JOINT_PROPERTIES):
             warn_half_enabled(model, topo.loop_joints, stacklevel=4)
         if flags & F.CONSTRAINT_PROPERTIES and topo.dof_count:
@@ -499,7 +502,8 @@ class SolverSAP(newton.solvers.SolverBase):
     def _control(self, control) -> newton.Control:
         """The control arrays of a step: ``control``'s, and the model's (the arrays ``Model.control`` refers to,
         read at each step: a model array replaced after the build is the one used) for each one it leaves None
-        (all, for no ``control``), checked against the model's sizes."""
+        (all, for no ``control``), checked against the model's sizes. ``joint_f`` then gains the forces of the
+        model's MuJoCo motors from ``control.mujoco.ctrl`` (``mujoco_actuation.MujocoMotors``)."""
         resolved = newton.Control()
         for name in ("joint_f", "joint_target_q", "joint_target_qd", "joint_act"):
             array = getattr(control, name, None)
@@ -508,6 +512,8 @@ class SolverSAP(newton.solvers.SolverBase):
             if array is not None:
                 _check_length(self.model, "control", name, array)
             setattr(resolved, name, array)
+        if self._motors is not None:
+            resolved.joint_f = self._motors.add_to(resolved.joint_f, control)
         return resolved
 
     def _check_dt(self, dt: float) -> float:

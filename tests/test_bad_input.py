@@ -429,17 +429,18 @@ ACTUATED_MJCF = """
   <actuator>
     <position joint="spin" kp="100" dampratio="1" ctrlrange="-0.5 0.5"/>
     <position joint="lift" kp="100" kv="2"/>
-    <motor joint="twist" gear="2" ctrlrange="-1 1"/>
+    <general joint="twist" dyntype="filter" dynprm="0.1" gainprm="2" ctrlrange="-1 1"/>
+    <motor joint="lift" gear="2"/>
   </actuator>
 </mujoco>
 """
 
 
 def test_actuation_only_solver_mujoco_applies_is_named_in_warnings():
-    """Newton's MJCF importer keeps a ``<motor>`` (driven by
+    """Newton's MJCF importer keeps a ``<general>`` actuator with activation dynamics (driven by
     ``control.mujoco.ctrl``), a drive's ctrlrange and dampratio and a body's gravcomp for SolverMuJoCo alone: each
-    is named. A ``<position>`` actuator with plain gains is Newton's joint drive, which SolverSAP applies: not
-    named."""
+    is named. A ``<position>`` actuator with plain gains is Newton's joint drive and a ``<motor>`` a force, which
+    SolverSAP applies: not named."""
     b = newton.ModelBuilder()
     b.add_mjcf(ACTUATED_MJCF)
     with warnings.catch_warnings(record=True) as record:
@@ -447,6 +448,7 @@ def test_actuation_only_solver_mujoco_applies_is_named_in_warnings():
         newton_sap.SolverSAP(b.finalize())
     messages = [str(w.message) for w in record]
     assert [m for m in messages if re.match(r"actuator 2 \(joint '.*twist'\) is driven by control.mujoco.ctrl", m)]
+    assert not [m for m in messages if "actuator 3" in m]
     ranged = [m for m in messages if "force or control ranges or dampratio of" in m]
     assert len(ranged) == 1 and "spin" in ranged[0] and "lift" not in ranged[0]
     assert [m for m in messages if re.match(r"gravity compensation .* of body 0 \('.*rotor'\) is applied only", m)]

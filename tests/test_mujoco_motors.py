@@ -1,0 +1,100 @@
+"""MuJoCo motors (MJCF ``<motor>``, driven by ``control.mujoco.ctrl``): the generalized forces against MuJoCo itself
+and the closed form of a hinge."""
+
+import newton
+import newton.examples
+import numpy as np
+import pytest
+import warp as wp
+
+import newton_sap
+
+pytest.importorskip("mujoco")
+
+ZERO_GRAVITY = (0.0, 0.0, 0.0)
+
+
+def ant_scene(worlds: int) -> newton.Model:
+    """Newton's MJCF ant (8 hinge motors, gear 15, ctrlrange ±1) 1 m up, no gravity, ``worlds`` copies."""
+    ant = newton.ModelBuilder(gravity=ZERO_GRAVITY)
+    newton.solvers.SolverMuJoCo.register_custom_attributes(ant)
+    ant.add_mjcf(newton.examples.get_asset("nv_ant.xml"), xform=wp.transform((0.0, 0.0, 1.0), wp.quat_identity()))
+    scene = newton.ModelBuilder(gravity=ZERO_GRAVITY)
+    newton.solvers.SolverMuJoCo.register_custom_attributes(scene)
+    scene.replicate(ant, worlds)
+    return scene.finalize()
+
+
+def step_from_mid_range(model, solver, ctrl, dt=1e-3):
+    """``joint_qd`` after one step from rest with every hinge at the middle of its limits (no limit acts)."""
+    s0, s1 = model.state(), model.state()
+    q = s0.joint_q.numpy()
+    hinge = model.joint_type.numpy() == newton.JointType.REVOLUTE
+    dofs = model.joint_qd_start.numpy()[:-1][hinge]
+    coords = model.joint_q_start.numpy()[:-1][hinge]
+    q[coords] = 0.5 * (model.joint_limit_lower.numpy()[dofs] + model.joint_limit_upper.numpy()[dofs])
+    s0.joint_q.assign(q)
+    newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)
+    control = model.control()
+    control.mujoco.ctrl.assign(np.asarray(ctrl, np.float32))
+    solver.step(s0, s1, control, None, dt)
+    return s1.joint_qd.numpy()
+
+
+def test_motors_move_the_ant_as_mujoco_does():
+    """Two ant worlds, each with its own controls drawn in ±1.5 (past the ctrlrange ±1, so MuJoCo's clamp acts):
+    one step of 1 ms from rest gives every world MuJoCo's velocities (MuJoCo's CPU build through SolverMuJoCo,
+    one world at a time, contacts off), to float32 round-off (2.9e-7 of the largest)."""
+    ctrl = np.random.default_rng(0).uniform(-1.5, 1.5, (2, 8))
+    model = ant_scene(2)
+    sap = step_from_mid_range(model, newton_sap.SolverSAP(model), ctrl.ravel())
+    for world in range(2):
+        model = ant_scene(1)
+        solver = newton.solvers.SolverMuJoCo(model, use_mujoco_cpu=True, disable_contacts=True)
+        reference = step_from_mid_range(model, solver, ctrl[world])
+        ours = sap[world * 14 : (world + 1) * 14]
+        assert np.abs(ours - reference).max() < 2e-6 * np.abs(reference).max(), (world, ours, reference)
+
+
+HINGE_MOTORS_MJCF = """
+<mujoco>
+  <option gravity="0 0 0"/>
+  <worldbody>
+    <body name="wheel">
+      <joint name="axle" type="hinge" axis="0 0 1"/>
+      <geom type="cylinder" size="0.2 0.05" mass="2.0"/>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor joint="axle" gear="2" ctrlrange="-1 1"/>
+    <general joint="axle" gainprm="3" forcerange="-1.5 1.5"/>
+  </actuator>
+</mujoco>
+"""
+
+
+@pytest.mark.parametrize("ctrl", [(0.4, 0.2), (3.0, 0.2), (-0.4, 2.0), (-2.0, -0.9)])
+def test_motor_torques_are_gear_times_clamped_gain_times_clamped_ctrl(ctrl):
+    """A 2 kg disk of radius 0.2 m on a hinge (I = ½ m r² = 0.04 kg·m²) with a ``<motor gear="2" ctrlrange="-1 1">``
+    and a ``<general gainprm="3" forcerange="-1.5 1.5">``: one step of 10 ms from rest spins it at
+    ``Δt (2 clamp(u₁, ±1) + clamp(3 u₂, ±1.5)) / I``."""
+    b = newton.ModelBuilder(gravity=ZERO_GRAVITY)
+    newton.solvers.SolverMuJoCo.register_custom_attributes(b)
+    b.add_mjcf(HINGE_MOTORS_MJCF)
+    model = b.finalize()
+    s0, s1 = model.state(), model.state()
+    control = model.control()
+    control.mujoco.ctrl.assign(np.asarray(ctrl, np.float32))
+    newton_sap.SolverSAP(model).step(s0, s1, control, None, 0.01)
+    torque = 2.0 * np.clip(ctrl[0], -1.0, 1.0) + np.clip(3.0 * ctrl[1], -1.5, 1.5)
+    assert s1.joint_qd.numpy()[0] == pytest.approx(0.01 * torque / 0.04, rel=1e-5)
+
+
+def test_a_ctrl_array_shorter_than_the_actuators_is_refused():
+    model = ant_scene(1)
+    solver = newton_sap.SolverSAP(model)
+    control = model.control()
+    control.mujoco.ctrl = wp.zeros(5, dtype=float, device=model.device)
+    s0, s1 = model.state(), model.state()
+    with pytest.raises(ValueError, match="control.mujoco.ctrl has 5 entries; the model has 8 MuJoCo actuators"):
+        solver.step(s0, s1, control, None, 1e-3)
