@@ -125,6 +125,7 @@ def body_inertia_and_bias(
     body_com: wp.array(dtype=wp.vec3),
     body_inertia: wp.array(dtype=wp.mat33),
     gravity: wp.array(dtype=wp.vec3),
+    body_gravcomp: wp.array(dtype=float),
     body_joint: wp.array(dtype=wp.int32),
     joint_type: wp.array(dtype=wp.int32),
     joint_qd_start: wp.array(dtype=wp.int32),
@@ -149,8 +150,10 @@ def body_inertia_and_bias(
 ):
     """Per moving body, about its tree point r: the 10-number inertia ``I_b`` and the RNE bias wrench
     ``f_b = I_b Ā_b + V̄_b ×* I_b V̄_b − f_ext`` with ``Ā_b`` the bias acceleration shifted to r minus
-    gravity (uniform field: ``[0; −g]``). ``f_ext = [f; τ]`` [N, N·m] at the COM, world axes: the
-    ``joint_f`` of the body's FREE/DISTANCE joint (Newton's convention) plus, when
+    gravity (uniform field: ``[0; −g]``), less the fraction ``body_gravcomp`` of it that MuJoCo's gravity
+    compensation cancels (``model.mujoco.gravcomp``: an upward force ``gravcomp · m g`` at the COM; zeros
+    without). ``f_ext = [f; τ]`` [N, N·m] at the COM, world axes: the ``joint_f`` of the body's FREE/DISTANCE
+    joint (Newton's convention) plus, when
     ``include_external = 1``, ``body_f``. Both seed the composite (subtree) sums. Also the motion
     columns of the body's own joint about r, ``S̄_k = [ω_k; v_k + ω_k × (r − p_b)]``, which CRBA and
     the constraint Jacobians read without the body pose. With ``gyroscopic_dt`` > 0 [s], a body whose own
@@ -167,7 +170,8 @@ def body_inertia_and_bias(
     c = wp.transform_point(X, body_com[b])
     I10 = body_inertia_about(body_mass[b], body_com[b], body_inertia[b], X, r)
     V = twist_shift(body_twist_in[b], r - p)
-    A = twist_shift(body_bias_acc_in[b], r - p) - wp.spatial_vector(wp.vec3(0.0), body_gravity(gravity, body_world, b))
+    weight_acc = (1.0 - body_gravcomp[b]) * body_gravity(gravity, body_world, b)
+    A = twist_shift(body_bias_acc_in[b], r - p) - wp.spatial_vector(wp.vec3(0.0), weight_acc)
     f = inertia10_apply(I10, A) + force_cross(V, inertia10_apply(I10, V))
     fe = wp.vec3(0.0)
     te = wp.vec3(0.0)

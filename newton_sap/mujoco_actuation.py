@@ -5,11 +5,12 @@ Newton's MJCF importer (which registers SolverMuJoCo's custom attributes itself)
 actuator on a joint into Newton's joint drive (``joint_target_ke/kd``, ``joint_target_mode``), which SolverSAP
 applies, and keeps the rest in ``model.mujoco``: actuators driven by ``control.mujoco.ctrl`` (``<motor>``,
 ``<general>``; ``ctrl_source`` CTRL_DIRECT), the force and control ranges and ``dampratio`` of the drives (the
-drive's damping then stays ``joint_target_kd = 0``), and gravity compensation (``gravcomp``).
+drive's damping then stays ``joint_target_kd = 0``), and gravity compensation (``gravcomp``, which the dynamics
+applies: ``dynamics.body_inertia_and_bias``).
 
 SolverSAP applies the MuJoCo motors (:func:`motor_rows`): ``τ_dof += gear · clamp(gain · clamp(ctrl, ctrlrange),
 forcerange)``, an explicit generalized force like ``joint_f``, read from ``control.mujoco.ctrl`` at every step. The
-other ctrl-driven actuators, the drives' ranges and ``dampratio`` and gravity compensation are named in warnings.
+other ctrl-driven actuators and the drives' ranges and ``dampratio`` are named in warnings.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import newton
 import numpy as np
 import warp as wp
 
-from .topology import JOINT_D6, JOINT_PRISMATIC, JOINT_REVOLUTE, entity_list, name_list
+from .topology import JOINT_D6, JOINT_PRISMATIC, JOINT_REVOLUTE, name_list
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
@@ -66,9 +67,8 @@ def _actuator_names(model: newton.Model, rows: np.ndarray) -> str:
 
 def warn_mujoco_actuation(model: newton.Model, stacklevel: int) -> None:
     """Warnings naming the MuJoCo actuators driven by ``control.mujoco.ctrl`` that are not motors (SolverSAP applies
-    those alone, :func:`motor_rows`), the drives whose MuJoCo force or
-    control range or ``dampratio`` is not applied, and the bodies with gravity compensation; none for a model
-    without Newton's MuJoCo attributes. ``stacklevel`` points at the ``SolverSAP(...)`` or
+    those alone, :func:`motor_rows`) and the drives whose MuJoCo force or control range or ``dampratio`` is not
+    applied; none for a model without Newton's MuJoCo attributes. ``stacklevel`` points at the ``SolverSAP(...)`` or
     ``notify_model_changed`` call."""
     mj = getattr(model, "mujoco", None)
     if mj is None:
@@ -97,17 +97,6 @@ def warn_mujoco_actuation(model: newton.Model, stacklevel: int) -> None:
                 f"the force or control ranges or dampratio of {_actuator_names(model, rows)}, joint drives imported "
                 "from MJCF, are applied only by SolverMuJoCo; SolverSAP clamps a drive by joint_effort_limit, takes "
                 "its targets as given and its damping from joint_target_kd",
-                UserWarning,
-                stacklevel=stacklevel,
-            )
-    gravcomp = getattr(mj, "gravcomp", None)
-    if gravcomp is not None and model.body_count:
-        bodies = np.nonzero(gravcomp.numpy()[: model.body_count] != 0.0)[0]
-        if len(bodies):
-            names = entity_list(list(model.body_label), bodies, "body")
-            warnings.warn(
-                f"gravity compensation (model.mujoco.gravcomp) of {names} is applied only by SolverMuJoCo; SolverSAP "
-                "lets such bodies fall",
                 UserWarning,
                 stacklevel=stacklevel,
             )

@@ -187,6 +187,7 @@ def static_body_wrenches(
     body_mass: wp.array(dtype=float),
     body_com: wp.array(dtype=wp.vec3),
     gravity: wp.array(dtype=wp.vec3),
+    body_gravcomp: wp.array(dtype=float),
     # inputs
     body_q: wp.array(dtype=wp.transform),
     body_f: wp.array(dtype=wp.spatial_vector),
@@ -194,11 +195,13 @@ def static_body_wrenches(
     body_wrench_out: wp.array(dtype=wp.spatial_vector),
 ):
     """Per static body (welded to the world, at rest), what holds it against its own loads, about the origin:
-    ``−(m g + f_ext)`` at its COM c and ``−τ_ext`` (``body_f = [f_ext; τ_ext]``, Newton's layout). ``body_world`` is
-    Newton's (-1: global; see :func:`~newton_sap.dynamics.body_gravity`)."""
+    ``−((1 − gravcomp) m g + f_ext)`` at its COM c and ``−τ_ext`` (``body_f = [f_ext; τ_ext]``, Newton's layout;
+    ``body_gravcomp``: MuJoCo's gravity compensation). ``body_world`` is Newton's (-1: global; see
+    :func:`~newton_sap.dynamics.body_gravity`)."""
     b = static_bodies[wp.tid()]
     c = wp.transform_point(body_q[b], body_com[b])
-    f = -(body_mass[b] * body_gravity(gravity, body_world, b) + wp.spatial_top(body_f[b]))
+    weight = (1.0 - body_gravcomp[b]) * body_mass[b] * body_gravity(gravity, body_world, b)
+    f = -(weight + wp.spatial_top(body_f[b]))
     body_wrench_out[b] = wp.spatial_vector(wp.cross(c, f) - wp.spatial_bottom(body_f[b]), f)
 
 

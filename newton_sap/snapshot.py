@@ -29,7 +29,8 @@ class SapSnapshot:
 
     Attributes:
         mass_matrix: ``M(q)`` [kg, kg·m, kg·m²], n×n per world, armature included, damping not.
-        bias: ``b(q, v)`` with ``M q̈ + b = τ`` [N, N·m]: gravity, Coriolis and gyroscopic terms.
+        bias: ``b(q, v)`` with ``M q̈ + b = τ`` [N, N·m]: gravity (less MuJoCo's gravity compensation,
+            ``model.mujoco.gravcomp``), Coriolis and gyroscopic terms.
         tau: The step's right-hand side ``joint_f + Jᵀ body_f − b − D v0 − K (q0 + Δt v0 − q_rest)``
             [N, N·m] (D, K: joint damping and stiffness; K acts on scalar coordinates only).
         v_star: Free-motion velocity ``v0 + Δt (M + Δt D + Δt² K)⁻¹ τ − Δt Ṫ q̇_int`` (public convention at ``q0``;

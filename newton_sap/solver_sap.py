@@ -199,6 +199,7 @@ class SolverSAP(newton.solvers.SolverBase):
         self._contact_overflow = zeros(2, wp.int32)  # last step's [buffer full, contacts dropped] (SolverStats)
         self._zero_joint_f = zeros(max(model.joint_dof_count, 1))
         self._zero_body_f = zeros(nb, wp.spatial_vector)
+        self._zero_body_gravcomp = zeros(nb)
         self._scratch_body_qd = zeros(nb, wp.spatial_vector)
         self._subtree_wrench = zeros(nb, wp.spatial_vector)  # BODY_PARENT_F's sums (observables.py)
         self._static_tables(topo, device)
@@ -233,7 +234,7 @@ class SolverSAP(newton.solvers.SolverBase):
         if flags & F.CONSTRAINT_PROPERTIES:
             warn_mujoco_only_rows(model, stacklevel=4)  # the SolverSAP(...) or notify_model_changed call
             warn_soft_rows(model, stacklevel=4)
-        if flags & (F.ACTUATOR_PROPERTIES | F.BODY_PROPERTIES):
+        if flags & F.ACTUATOR_PROPERTIES:
             warn_mujoco_actuation(model, stacklevel=4)
         if flags & F.ACTUATOR_PROPERTIES and self._motors is not None:
             self._motors.refresh()
@@ -434,7 +435,7 @@ class SolverSAP(newton.solvers.SolverBase):
                 static_body_wrenches,
                 dim=self._static_bodies.shape[0],
                 inputs=[self._static_bodies, model.body_world, model.body_mass, model.body_com, model.gravity,
-                        self._body_q, body_f if body_f is not None else self._zero_body_f],
+                        self._body_gravcomp(), self._body_q, body_f if body_f is not None else self._zero_body_f],
                 outputs=[self._subtree_wrench],
                 device=model.device,
             )  # fmt: skip
@@ -516,6 +517,12 @@ class SolverSAP(newton.solvers.SolverBase):
             resolved.joint_f = self._motors.add_to(resolved.joint_f, control)
         return resolved
 
+    def _body_gravcomp(self) -> wp.array:
+        """Per body, the fraction of its weight MuJoCo's gravity compensation cancels: ``model.mujoco.gravcomp`` (read
+        at each step), zeros for a model without it."""
+        gravcomp = getattr(getattr(self.model, "mujoco", None), "gravcomp", None)
+        return gravcomp if gravcomp is not None else self._zero_body_gravcomp
+
     def _check_dt(self, dt: float) -> float:
         dt = float(dt)
         if not FLOAT32_TINY <= dt <= FLOAT32_MAX:  # the kernels take it in float32: 1e-46 would be 0, 1e39 inf
@@ -548,9 +555,9 @@ class SolverSAP(newton.solvers.SolverBase):
             dim=len(topo.tree_bodies),
             inputs=[
                 T.tree_bodies, T.body_tree, model.body_world, model.body_mass, model.body_com, model.body_inertia,
-                model.gravity, T.body_joint, model.joint_type, model.joint_qd_start, model.joint_X_c, T.body_last_dof,
-                T.dof_parent, T.dof_body, dt * step_terms, include_external, self._body_q, self._body_twist,
-                self._body_bias_acc, body_f, joint_f, self._dof_S, self._tree_ref,
+                model.gravity, self._body_gravcomp(), T.body_joint, model.joint_type, model.joint_qd_start,
+                model.joint_X_c, T.body_last_dof, T.dof_parent, T.dof_body, dt * step_terms, include_external,
+                self._body_q, self._body_twist, self._body_bias_acc, body_f, joint_f, self._dof_S, self._tree_ref,
             ],
             outputs=[self._composite_inertia, self._composite_force, self._dof_S_tree],
             device=device,
