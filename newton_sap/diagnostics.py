@@ -24,8 +24,9 @@ def quat_to_matrix(q: np.ndarray) -> np.ndarray:
 def mechanical_energy(model: newton.Model, state: newton.State) -> np.ndarray:
     """Kinetic plus gravitational potential energy [J] of every world, shape (world_count,).
 
-    ``Σ_b ½ m |v_com|² + ½ ωᵀ I_w ω − m g·c`` from the public body state (``body_qd = [v_com; ω]``);
-    armature energy is not included (it is not a body property). Global bodies (world -1) count in world 0."""
+    ``Σ_b ½ m |v_com|² + ½ ωᵀ I_w ω − (1 − gravcomp) m g·c`` from the public body state (``body_qd = [v_com; ω]``;
+    ``gravcomp``: MuJoCo's gravity compensation, ``model.mujoco.gravcomp``, 0 without); armature energy is not
+    included (it is not a body property). Global bodies (world -1) count in world 0."""
     X = state.body_q.numpy().astype(np.float64)
     V = state.body_qd.numpy().astype(np.float64)
     m = model.body_mass.numpy().astype(np.float64)
@@ -38,7 +39,9 @@ def mechanical_energy(model: newton.Model, state: newton.State) -> np.ndarray:
     world = np.where(world < 0, 0, world)  # ... counted in world 0 (global bodies move only in one-world models)
     w = V[:, 3:]
     e = 0.5 * m * np.einsum("bi,bi->b", V[:, :3], V[:, :3]) + 0.5 * np.einsum("bi,bij,bj->b", w, I_w, w)
-    e -= m * np.einsum("bi,bi->b", g, c)
+    gravcomp = getattr(getattr(model, "mujoco", None), "gravcomp", None)
+    weight = m if gravcomp is None else (1.0 - gravcomp.numpy().astype(np.float64)[: len(m)]) * m
+    e -= weight * np.einsum("bi,bi->b", g, c)
     return np.bincount(world, weights=e, minlength=max(model.world_count, 1))
 
 

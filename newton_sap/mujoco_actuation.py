@@ -21,7 +21,7 @@ import newton
 import numpy as np
 import warp as wp
 
-from .topology import JOINT_D6, JOINT_PRISMATIC, JOINT_REVOLUTE, name_list
+from .topology import JOINT_D6, JOINT_PRISMATIC, JOINT_REVOLUTE, entity_list, name_list
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
@@ -67,8 +67,9 @@ def _actuator_names(model: newton.Model, rows: np.ndarray) -> str:
 
 def warn_mujoco_actuation(model: newton.Model, stacklevel: int) -> None:
     """Warnings naming the MuJoCo actuators driven by ``control.mujoco.ctrl`` that are not motors (SolverSAP applies
-    those alone, :func:`motor_rows`) and the drives whose MuJoCo force or control range or ``dampratio`` is not
-    applied; none for a model without Newton's MuJoCo attributes. ``stacklevel`` points at the ``SolverSAP(...)`` or
+    those alone, :func:`motor_rows`), the drives whose MuJoCo force or control range or ``dampratio`` is not
+    applied and the joints whose gravity compensation MuJoCo routes through their actuators; none for a model
+    without Newton's MuJoCo attributes. ``stacklevel`` points at the ``SolverSAP(...)`` or
     ``notify_model_changed`` call."""
     mj = getattr(model, "mujoco", None)
     if mj is None:
@@ -101,12 +102,24 @@ def warn_mujoco_actuation(model: newton.Model, stacklevel: int) -> None:
                 stacklevel=stacklevel,
             )
 
+    routed = getattr(mj, "jnt_actgravcomp", None)
+    if routed is not None and model.joint_count:
+        joints = np.nonzero(routed.numpy()[: model.joint_count])[0]
+        if len(joints):
+            warnings.warn(
+                f"gravity compensation of {entity_list(list(model.joint_label), joints, 'joint')} is routed through "
+                "its actuators in MuJoCo (MJCF actuatorgravcomp: clamped by the joint's actuator force range, and left "
+                "out without actuators); SolverSAP applies it as a force at the bodies' COMs",
+                UserWarning,
+                stacklevel=stacklevel,
+            )
+
 
 def motor_rows(model: newton.Model) -> np.ndarray:
     """Rows of ``model.mujoco``'s actuators that SolverSAP applies, the MuJoCo motors: driven by
     ``control.mujoco.ctrl`` (CTRL_DIRECT), on one dof of a REVOLUTE, PRISMATIC or D6 joint (a joint transmission
-    on a hinge or slide), with no activation dynamics, a fixed gain and no bias (MJCF ``<motor>``, or a
-    ``<general>`` of that form). Empty for a model without Newton's MuJoCo attributes."""
+    on a hinge or slide), with no activation dynamics, a fixed gain, no bias and no actuator damping or armature
+    (MJCF ``<motor>``, or a ``<general>`` of that form). Empty for a model without Newton's MuJoCo attributes."""
     mj = getattr(model, "mujoco", None)
     count = model.custom_frequency_counts.get("mujoco:actuator", 0) if mj is not None else 0
     if not count or not hasattr(mj, "ctrl_source") or not hasattr(mj, "actuator_trnid"):
@@ -118,13 +131,17 @@ def motor_rows(model: newton.Model) -> np.ndarray:
     motor = (mj.ctrl_source.numpy()[:count] == CTRL_DIRECT) & on_dof & scalar
     motor &= mj.actuator_dyntype.numpy()[:count] == DYN_NONE
     motor &= (mj.actuator_gaintype.numpy()[:count] == GAIN_FIXED) & (mj.actuator_biastype.numpy()[:count] == BIAS_NONE)
+    for name in ("actuator_damping", "actuator_armature"):  # MuJoCo 4's actuator-level damping and armature
+        if hasattr(mj, name):
+            motor &= getattr(mj, name).numpy()[:count] == 0.0
     return np.nonzero(motor)[0].astype(np.int32)
 
 
 @wp.func
 def clamp_if(x: float, limited: int, has_range: int, bounds: wp.vec2):
-    """``x`` clamped to ``bounds`` where MuJoCo's ``limited`` flag (on, or ``auto`` with a range) says so."""
-    if limited == LIMITED or (limited == AUTO and has_range != 0):
+    """``x`` clamped to ``bounds`` where MuJoCo's ``limited`` flag (on, or ``auto`` with a range) says so; a value
+    that is not finite stays as it is (a clamp would make a NaN control a bound)."""
+    if wp.isfinite(x) and (limited == LIMITED or (limited == AUTO and has_range != 0)):
         return wp.clamp(x, bounds[0], bounds[1])
     return x
 
@@ -143,39 +160,70 @@ def add_motor_forces(
     has_forcerange: wp.array(dtype=wp.int32),
     forcerange: wp.array(dtype=wp.vec2),
     # inputs
+    clamp_ctrl: int,
     ctrl: wp.array(dtype=float),
     # outputs (accumulated)
-    joint_f_out: wp.array(dtype=float),
+    dof_motor_f_out: wp.array(dtype=float),
 ):
     """Per actuator k that is a motor (``is_motor``, :func:`motor_rows`): MuJoCo's actuator force
-    ``f = clamp(g · clamp(u, ctrlrange), forcerange)`` [N or N·m per unit of gear] with ``u = ctrl[k]`` and gain
-    ``g = gainprm[0]``, added to its dof's generalized force as ``gear[0] · f`` [N·m on a hinge, N on a slide]."""
+    ``f = clamp(g · clamp(u, ctrlrange), forcerange)`` [N or N·m per unit of gear] with ``u = ctrl[k]`` (its clamp
+    only with ``clamp_ctrl`` = 1: MuJoCo's ``clampctrl`` flag) and gain ``g = gainprm[0]``, added to its dof's
+    motor force as ``gear[0] · f`` [N·m on a hinge, N on a slide]. A control that is not finite stays so: its
+    world is then flagged failed, as a NaN ``joint_f`` is."""
     k = wp.tid()
     if is_motor[k] == 0:
         return
-    u = clamp_if(ctrl[k], ctrllimited[k], has_ctrlrange[k], ctrlrange[k])
+    u = ctrl[k]
+    if clamp_ctrl == 1:
+        u = clamp_if(u, ctrllimited[k], has_ctrlrange[k], ctrlrange[k])
     f = clamp_if(gainprm[k][0] * u, forcelimited[k], has_forcerange[k], forcerange[k])
-    wp.atomic_add(joint_f_out, trnid[k][0], gear[k][0] * f)
+    wp.atomic_add(dof_motor_f_out, trnid[k][0], gear[k][0] * f)
+
+
+@wp.kernel
+def joint_f_plus_motors(
+    # model
+    joint_effort_limit: wp.array(dtype=float),
+    # inputs
+    joint_f: wp.array(dtype=float),
+    dof_motor_f: wp.array(dtype=float),
+    # outputs
+    joint_f_out: wp.array(dtype=float),
+):
+    """Per dof: ``joint_f`` plus its motors' force clamped to ``±joint_effort_limit``, which SolverMuJoCo makes the
+    joint's actuator force range (MJCF ``actuatorfrcrange``; MuJoCo clamps there the sum of the joint's actuator
+    forces, here the motors' alone: a drive on the joint is clamped by the limit apart)."""
+    i = wp.tid()
+    motor = dof_motor_f[i]
+    if wp.isfinite(motor):  # a NaN stays NaN (its world is flagged failed), not a bound
+        motor = wp.clamp(motor, -joint_effort_limit[i], joint_effort_limit[i])
+    joint_f_out[i] = joint_f[i] + motor
 
 
 class MujocoMotors:
     """The MuJoCo motors of a model with Newton's MuJoCo actuators (:func:`motor_rows`, refreshed in place by
-    :meth:`refresh`) and the buffer of ``joint_f`` plus their forces."""
+    :meth:`refresh`) and the buffers of their forces and of ``joint_f`` plus them."""
 
     def __init__(self, model: newton.Model):
         self.model = model
         self.count = model.custom_frequency_counts["mujoco:actuator"]
         self.is_motor = wp.zeros(self.count, dtype=wp.int32, device=model.device)
+        self.dof_motor_f = wp.zeros(max(model.joint_dof_count, 1), dtype=float, device=model.device)
         self.joint_f = wp.zeros(max(model.joint_dof_count, 1), dtype=float, device=model.device)
+        self.zero_joint_f = wp.zeros(max(model.joint_dof_count, 1), dtype=float, device=model.device)
         self.any = False
+        self.clamp_ctrl = 1
         self.refresh()
 
     def refresh(self) -> None:
-        """Re-read which actuators are motors (after ``notify_model_changed`` with actuator properties)."""
+        """Re-read which actuators are motors and MuJoCo's ``clampctrl`` flag (after ``notify_model_changed`` with
+        actuator or model properties)."""
         flags = np.zeros(self.count, np.int32)
         flags[motor_rows(self.model)] = 1
         self.is_motor.assign(flags)
         self.any = bool(flags.any())
+        clampctrl = getattr(self.model.mujoco, "flag_clampctrl", None)
+        self.clamp_ctrl = int(clampctrl is None or bool(clampctrl.numpy().all()))
 
     def add_to(self, joint_f: wp.array | None, control) -> wp.array | None:
         """``joint_f`` (None: zero) plus the motors' generalized forces from ``control.mujoco.ctrl``, in this
@@ -189,20 +237,24 @@ class MujocoMotors:
             raise ValueError(
                 f"control.mujoco.ctrl has {ctrl.shape[0]} entries; the model has {self.count} MuJoCo actuators"
             )
-        if joint_f is None:
-            self.joint_f.zero_()
-        else:
-            wp.copy(self.joint_f, joint_f, count=self.model.joint_dof_count)
-        mj = self.model.mujoco
+        model, mj = self.model, self.model.mujoco
+        self.dof_motor_f.zero_()
         wp.launch(
             add_motor_forces,
             dim=self.count,
             inputs=[self.is_motor, mj.actuator_trnid, mj.actuator_gear, mj.actuator_gainprm, mj.actuator_ctrllimited,
                     mj.actuator_has_ctrlrange, mj.actuator_ctrlrange, mj.actuator_forcelimited,
-                    mj.actuator_has_forcerange, mj.actuator_forcerange, ctrl],
-            outputs=[self.joint_f],
-            device=self.model.device,
+                    mj.actuator_has_forcerange, mj.actuator_forcerange, self.clamp_ctrl, ctrl],
+            outputs=[self.dof_motor_f],
+            device=model.device,
         )  # fmt: skip
+        wp.launch(
+            joint_f_plus_motors,
+            dim=model.joint_dof_count,
+            inputs=[model.joint_effort_limit, joint_f if joint_f is not None else self.zero_joint_f, self.dof_motor_f],
+            outputs=[self.joint_f],
+            device=model.device,
+        )
         return self.joint_f
 
 

@@ -28,8 +28,11 @@ conventions.
   transmits what holds it to its prescribed motion. A body welded to the world (a
   chain of FIXED joints: the solver's static bodies) receives what holds it and all that hangs on it: its
   weight, ``body_f`` and contacts, plus the wrenches its children's joints transmit to it (a global body's weight
-  from Newton's global gravity, the last entry of ``Model.gravity``). Models with loop-closing joints do not
-  offer it (their loop wrenches act on bodies that the tree joints would otherwise be charged with).
+  from Newton's global gravity, the last entry of ``Model.gravity``). MuJoCo's gravity compensation
+  (``model.mujoco.gravcomp``) counts as an upward force at each body's COM, so it lightens the wrenches; MuJoCo's
+  ``cfrc_int`` (SolverMuJoCo's ``body_parent_f``) charges it to the joints instead (MuJoCo applies it as a joint
+  space force), by the subtree's compensation. Models with loop-closing joints do not offer it (their loop
+  wrenches act on bodies that the tree joints would otherwise be charged with).
 
 The contact-indexed arrays are written in full (zero where no contact acts), so a buffer sum is a total.
 """

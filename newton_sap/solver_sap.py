@@ -236,7 +236,7 @@ class SolverSAP(newton.solvers.SolverBase):
             warn_soft_rows(model, stacklevel=4)
         if flags & F.ACTUATOR_PROPERTIES:
             warn_mujoco_actuation(model, stacklevel=4)
-        if flags & F.ACTUATOR_PROPERTIES and self._motors is not None:
+        if flags & (F.ACTUATOR_PROPERTIES | F.MODEL_PROPERTIES) and self._motors is not None:
             self._motors.refresh()
         if flags & (F.CONSTRAINT_PROPERTIES | F.JOINT_PROPERTIES):
             warn_half_enabled(model, topo.loop_joints, stacklevel=4)

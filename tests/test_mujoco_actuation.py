@@ -1,6 +1,8 @@
 """MuJoCo actuation SolverSAP applies: motors (MJCF ``<motor>``, driven by ``control.mujoco.ctrl``) and gravity
 compensation (``gravcomp``), against MuJoCo itself and closed forms."""
 
+import re
+
 import newton
 import newton.examples
 import numpy as np
@@ -142,3 +144,71 @@ def test_gravity_compensation_moves_an_arm_as_mujoco_does():
     ours, reference = velocities
     assert np.abs(ours - reference).max() < 1e-5 * np.abs(reference).max(), (ours, reference)
     assert ours[5] == pytest.approx(-0.75 * 9.81 * 1e-3, rel=1e-5)  # the ball's COM velocity, z
+
+
+def disk_on_hinge(joint_attributes: str = "", actuator: str = "", option: str = "") -> newton.Model:
+    """The 2 kg disk of radius 0.2 m on a hinge (I = 0.04 kg·m²) without gravity, with the given MJCF attributes on
+    its joint, actuator elements and ``<option>`` children."""
+    mjcf = f"""
+<mujoco>
+  <option gravity="0 0 0">{option}</option>
+  <worldbody>
+    <body name="wheel">
+      <joint name="axle" type="hinge" axis="0 0 1" {joint_attributes}/>
+      <geom type="cylinder" size="0.2 0.05" mass="2.0"/>
+    </body>
+  </worldbody>
+  <actuator>{actuator}</actuator>
+</mujoco>
+"""
+    b = newton.ModelBuilder(gravity=ZERO_GRAVITY)
+    newton.solvers.SolverMuJoCo.register_custom_attributes(b)
+    b.add_mjcf(mjcf)
+    return b.finalize()
+
+
+def spin_after_one_step(model, ctrl, dt=0.01):
+    s0, s1 = model.state(), model.state()
+    control = model.control()
+    control.mujoco.ctrl.assign(np.asarray(ctrl, np.float32))
+    newton_sap.SolverSAP(model).step(s0, s1, control, None, dt)
+    return float(s1.joint_qd.numpy()[0])
+
+
+def test_the_joints_actuator_force_range_clamps_its_motors():
+    """``actuatorfrcrange="-1 1"`` on the hinge (Newton's ``joint_effort_limit``, SolverMuJoCo's joint actuator force
+    range) caps a ``<motor gear="10">`` at ctrl 1 to 1 N·m, as MuJoCo does (the helper review measured 10 before)."""
+    model = disk_on_hinge('actuatorfrcrange="-1 1"', '<motor joint="axle" gear="10"/>')
+    assert spin_after_one_step(model, [1.0]) == pytest.approx(0.01 * 1.0 / 0.04, rel=1e-5)
+
+
+def test_clampctrl_disabled_leaves_the_control_unclamped():
+    """``<flag clampctrl="disable"/>``: MuJoCo applies ctrl 3 past its ctrlrange ±1, so does SolverSAP."""
+    model = disk_on_hinge("", '<motor joint="axle" gear="2" ctrlrange="-1 1"/>', '<flag clampctrl="disable"/>')
+    assert spin_after_one_step(model, [3.0]) == pytest.approx(0.01 * 6.0 / 0.04, rel=1e-5)
+
+
+def test_a_non_finite_control_fails_its_world_alone():
+    """A NaN control of a motor with a ctrlrange in world 0 of two ant worlds: the clamp made it the range's bound
+    (a finite torque, the world reported converged); now world 0 is flagged failed and world 1 steps as it does
+    alone."""
+    model = ant_scene(2)
+    ctrl = np.random.default_rng(1).uniform(-1.0, 1.0, 16)
+    clean = step_from_mid_range(model, newton_sap.SolverSAP(model), ctrl)
+    ctrl[3] = np.nan
+    solver = newton_sap.SolverSAP(model)
+    qd = step_from_mid_range(model, solver, ctrl)
+    assert solver.stats.failed.tolist() == [True, False]
+    assert np.array_equal(qd[14:], clean[14:])
+
+
+def test_motor_damping_and_routed_gravity_compensation_are_named():
+    """A ``<motor>`` with MuJoCo 4's actuator damping is not a plain motor: not applied, named; a joint whose gravity
+    compensation MuJoCo routes through its actuators (``actuatorgravcomp``) is named."""
+    model = disk_on_hinge('actuatorgravcomp="true"', '<motor joint="axle" gear="2" damping="0.5"/>')
+    with pytest.warns(UserWarning) as record:
+        newton_sap.SolverSAP(model)
+    messages = [str(w.message) for w in record]
+    assert [m for m in messages if re.match(r"actuator 0 \(joint '.*axle'\) is driven by control.mujoco.ctrl", m)]
+    assert [m for m in messages if re.match(r"gravity compensation of joint 0 \('.*axle'\) is routed", m)]
+    assert spin_after_one_step(model, [1.0]) == 0.0
