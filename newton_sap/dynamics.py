@@ -16,8 +16,10 @@ from .topology import JOINT_BALL, JOINT_DISTANCE, JOINT_FREE
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
 GYROSCOPIC_MIN_MOMENT_RATIO = wp.constant(1e-4)
-"""Smallest principal moment, relative to the largest, that :func:`free_rotation_torque` integrates (float32
-``L_k`` carries a round-off of about 1e-7 |L|; over ``I_k`` it turns L by at most 1e-3 Δt|ω| here)."""
+"""Smallest principal moment, relative to the largest, that :func:`free_rotation_torque` integrates: ``L_k`` along
+the thin axis carries the eigendecomposition's residue (float32 ``eig3``, fixed Jacobi sweeps: up to 1.5e-5 of the
+largest moment), which the rate ``L_k/I_k`` magnifies; at this ratio a rod's velocity is off by up to 0.04 Δt|ω|
+per step (its spin then drifts no more than with ``ω × I ω``, helper review)."""
 
 GYROSCOPIC_MIN_TURN = wp.constant(1e-3)
 """Turn per step Δt|ω| [rad] below which a step keeps a body's ``ω × I ω`` rather than taking
@@ -95,7 +97,11 @@ def free_rotation_torque(inertia: wp.mat33, omega: wp.vec3, dt: float):
     whose smallest principal moment is below ``GYROSCOPIC_MIN_MOMENT_RATIO`` times its largest (a point mass, a
     needle) keeps ``ω × I ω``: the rate ``L_k/I_k`` about its thin axis would magnify the round-off in ``L_k``."""
     L = inertia * omega
-    Q, d = wp.eig3(inertia)
+    scale = wp.trace(inertia)
+    if not (scale > 0.0):
+        return wp.cross(omega, L)
+    Q, d = wp.eig3(inertia / scale)  # unit trace: eig3 squares entries, which a 1e-21 or 1e19 kg·m² would lose
+    d = d * scale
     if not (wp.min(d) > GYROSCOPIC_MIN_MOMENT_RATIO * wp.max(d)):
         return wp.cross(omega, L)
     mid = int(0)
@@ -120,6 +126,8 @@ def body_inertia_and_bias(
     # model
     tree_bodies: wp.array(dtype=wp.int32),
     body_tree: wp.array(dtype=wp.int32),
+    body_parent: wp.array(dtype=wp.int32),
+    body_flags: wp.array(dtype=wp.int32),
     body_world: wp.array(dtype=wp.int32),
     body_mass: wp.array(dtype=float),
     body_com: wp.array(dtype=wp.vec3),
@@ -156,11 +164,14 @@ def body_inertia_and_bias(
     joint (Newton's convention) plus, when
     ``include_external = 1``, ``body_f``. Both seed the composite (subtree) sums. Also the motion
     columns of the body's own joint about r, ``S̄_k = [ω_k; v_k + ω_k × (r − p_b)]``, which CRBA and
-    the constraint Jacobians read without the body pose. With ``gyroscopic_dt`` > 0 [s], a body whose own
-    joint leaves its rotation free and that turns by ``GYROSCOPIC_MIN_TURN`` or more over that step takes
+    the constraint Jacobians read without the body pose. With ``gyroscopic_dt`` > 0 [s], a dynamic body whose
+    own joint leaves its rotation free and that turns by ``GYROSCOPIC_MIN_TURN`` or more over that step takes
     :func:`free_rotation_torque` in place of its gyroscopic torque ``ω × I_p ω``, ``I_p`` its rotational inertia
-    about the point p it turns about: the COM on a FREE or DISTANCE joint, the joint's centre on a BALL joint
-    (where, with p at rest, ``V̄ ×* I V̄`` is ``ω × I_p ω`` plus a pure force); 0 gives the exact bias
+    about the point p it turns about: the joint's centre on a BALL joint to the world or a static body (where,
+    with p at rest, ``V̄ ×* I V̄`` is ``ω × I_p ω`` plus a pure force), else the COM (FREE, DISTANCE, a BALL joint
+    on a moving parent: taken about its centre, a light parent's motion would make the body's O(Δt) torque act
+    through its parallel-axis inertia, and such a body lost 15 % of its energy in 2 s where the COM keeps it). A
+    kinematic body keeps ``ω × I ω``: the wrench that holds it to its prescribed spin. 0 gives the exact bias
     ``b(q, v)``."""
     k = wp.tid()
     b = tree_bodies[k]
@@ -177,11 +188,12 @@ def body_inertia_and_bias(
     te = wp.vec3(0.0)
     j = body_joint[b]
     omega = wp.spatial_top(body_twist_in[b])
-    turns_fast = gyroscopic_dt * wp.length(omega) >= GYROSCOPIC_MIN_TURN
+    turns_fast = gyroscopic_dt * wp.length(omega) >= GYROSCOPIC_MIN_TURN and body_is_kinematic(b, body_flags) == 0
     if turns_fast and (joint_type[j] == JOINT_FREE or joint_type[j] == JOINT_DISTANCE or joint_type[j] == JOINT_BALL):
         pivot = c
-        if joint_type[j] == JOINT_BALL:
-            pivot = wp.transform_point(X, wp.transform_get_translation(joint_X_c[j]))
+        parent = body_parent[b]
+        if joint_type[j] == JOINT_BALL and (parent < 0 or body_tree[parent] < 0):
+            pivot = wp.transform_point(X, wp.transform_get_translation(joint_X_c[j]))  # the joint's centre, at rest
         arm = c - pivot
         R = wp.quat_to_matrix(wp.transform_get_rotation(X))
         parallel_axis = wp.dot(arm, arm) * wp.identity(n=3, dtype=float) - wp.outer(arm, arm)

@@ -32,7 +32,8 @@ class SapSnapshot:
         bias: ``b(q, v)`` with ``M q̈ + b = τ`` [N, N·m]: gravity (less MuJoCo's gravity compensation,
             ``model.mujoco.gravcomp``), Coriolis and gyroscopic terms.
         tau: The step's right-hand side ``joint_f + Jᵀ body_f − b − D v0 − K (q0 + Δt v0 − q_rest)`` (``joint_f``
-            with the MuJoCo motors' forces, ``mujoco_actuation``)
+            with the MuJoCo motors' forces, ``mujoco_actuation``; ``b`` with the gyroscopic torques of freely turning
+            bodies integrated over Δt, ``dynamics.free_rotation_torque``, so it depends on ``dt``)
             [N, N·m] (D, K: joint damping and stiffness; K acts on scalar coordinates only).
         v_star: Free-motion velocity ``v0 + Δt (M + Δt D + Δt² K)⁻¹ τ − Δt Ṫ q̇_int`` (public convention at ``q0``;
             the last term, zero but for a spinning free body whose COM is off its origin, is explained below).

@@ -554,7 +554,8 @@ class SolverSAP(newton.solvers.SolverBase):
             dynamics.body_inertia_and_bias,
             dim=len(topo.tree_bodies),
             inputs=[
-                T.tree_bodies, T.body_tree, model.body_world, model.body_mass, model.body_com, model.body_inertia,
+                T.tree_bodies, T.body_tree, T.body_parent, model.body_flags, model.body_world, model.body_mass,
+                model.body_com, model.body_inertia,
                 model.gravity, self._body_gravcomp(), T.body_joint, model.joint_type, model.joint_qd_start,
                 model.joint_X_c, T.body_last_dof, T.dof_parent, T.dof_body, dt * step_terms, include_external,
                 self._body_q, self._body_twist, self._body_bias_acc, body_f, joint_f, self._dof_S, self._tree_ref,

@@ -5,7 +5,7 @@ import numpy as np
 import warp as wp
 
 import newton_sap
-from newton_sap import dynamics
+from newton_sap import diagnostics, dynamics
 from newton_sap.diagnostics import quat_to_matrix
 
 
@@ -291,3 +291,44 @@ def test_fast_heavy_top_on_a_ball_joint_precesses_at_the_gyroscopic_rate():
     assert abs(rate / (1.0 * 9.81 * 0.1 / (5e-3 * spin)) - 1.0) < 0.02, rate
     assert 0.45 < tilts.min() and tilts.max() < 0.53, (tilts.min(), tilts.max())
     assert np.abs(spins / spin - 1.0).max() < 1e-5
+
+
+def test_body_on_a_ball_joint_to_a_light_free_parent_keeps_its_energy():
+    """A 2 kg body (moments 0.01 : 0.03 : 0.035 kg·m², COM 0.25 m from the ball joint) on a 10 g free parent, no
+    gravity, turning at 16 rad/s, 200 steps of 10 ms: the pair turns about (nearly) the body's own COM. Its torque
+    integrated about the joint's centre (right for a joint at rest) drained 16 % of the energy (helper review); about
+    the COM the energy stays within 3 % below and 5 % above its start (the explicit ``ω × I ω``: 83 % above)."""
+    b = newton.ModelBuilder(gravity=(0.0, 0.0, 0.0))
+    base = b.add_link(mass=0.01, inertia=wp.mat33(*np.diag([1e-6] * 3).ravel()))
+    body = b.add_link(mass=2.0, com=wp.vec3(0.0, 0.0, -0.25), inertia=wp.mat33(*np.diag([0.01, 0.03, 0.035]).ravel()))
+    b.add_articulation([b.add_joint_free(base), b.add_joint_ball(base, body)])
+    model = b.finalize()
+    w = np.array([3.0, -10.0, 12.0])
+    qd0 = np.concatenate([-np.cross(w, [0.0, 0.0, -0.25]), np.zeros(3), w])  # the body's COM at rest
+
+    def energy(state):
+        return diagnostics.mechanical_energy(model, state)[0]
+
+    _, E = simulate(model, qd0, dt=0.01, steps=200, record=energy)
+    assert 0.95 < min(E) / E[0] and max(E) / E[0] < 1.07, (min(E) / E[0], max(E) / E[0])
+
+
+def test_a_kinematic_spinning_body_is_held_by_its_exact_gyroscopic_torque():
+    """A kinematic FREE root turning at a constant 34 rad/s (moments 1 : 2 : 2.9): the wrench through its joint
+    (``BODY_PARENT_F``) that keeps ω constant is ``ω × I ω`` exactly, whatever Δt (the integrated torque of a
+    freely turning body was 22 % off at Δt = 0.01, helper review)."""
+    inertia = np.diag([1.0, 2.0, 2.9])
+    w = np.array([3.0, -20.0, 22.0])
+    b = newton.ModelBuilder(gravity=(0.0, 0.0, 0.0))
+    link = b.add_link(mass=2.0, inertia=wp.mat33(*inertia.ravel()), is_kinematic=True)
+    b.add_articulation([b.add_joint_free(link)])
+    model = b.finalize()
+    solver = newton_sap.SolverSAP(model)
+    observables = solver.observables({newton.solvers.SolverBase.ObservableKind.BODY_PARENT_F})
+    s0, s1 = model.state(), model.state()
+    s0.joint_qd.assign(np.array([0, 0, 0, *w], np.float32))
+    newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)
+    solver.step(s0, s1, None, None, 0.01, observables=observables)
+    wrench = observables.body_parent_f.numpy()[0].astype(np.float64)
+    exact = np.cross(w, inertia @ w)
+    assert np.linalg.norm(wrench[3:] - exact) < 1e-5 * np.linalg.norm(exact), (wrench, exact)
