@@ -332,3 +332,21 @@ def test_a_kinematic_spinning_body_is_held_by_its_exact_gyroscopic_torque():
     wrench = observables.body_parent_f.numpy()[0].astype(np.float64)
     exact = np.cross(w, inertia @ w)
     assert np.linalg.norm(wrench[3:] - exact) < 1e-5 * np.linalg.norm(exact), (wrench, exact)
+
+
+def test_body_on_a_ball_joint_to_a_kinematic_parent_keeps_its_energy():
+    """The same 2 kg body on a ball joint to a kinematic root at rest (a prescribed parent moves as if infinitely
+    heavy, so the joint's centre is at rest), 400 steps of 5 ms: its energy stays within 0.5 %; about its COM it
+    gained 52 % (helper review), with the explicit ``ω × I ω`` 66 %."""
+    b = newton.ModelBuilder(gravity=(0.0, 0.0, 0.0))
+    base = b.add_link(mass=1.0, inertia=wp.mat33(*np.diag([0.01] * 3).ravel()), is_kinematic=True)
+    body = b.add_link(mass=2.0, com=wp.vec3(0.0, 0.0, -0.25), inertia=wp.mat33(*np.diag([0.01, 0.03, 0.035]).ravel()))
+    b.add_articulation([b.add_joint_free(base), b.add_joint_ball(base, body)])
+    model = b.finalize()
+    qd0 = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 3.0, -10.0, 12.0])
+
+    def energy(state):
+        return diagnostics.mechanical_energy(model, state)[0]
+
+    _, E = simulate(model, qd0, dt=5e-3, steps=400, record=energy)
+    assert np.abs(np.array(E) / E[0] - 1.0).max() < 5e-3, (min(E) / E[0], max(E) / E[0])
