@@ -27,8 +27,9 @@ wp.set_module_options({"enable_backward": False})  # forward only: the solver bu
 
 CTRL_DIRECT = 1
 """``model.mujoco.ctrl_source`` of an actuator driven by ``control.mujoco.ctrl`` (Newton's ``CtrlSource``)."""
-TRN_JOINT = 0
-"""``model.mujoco.actuator_trntype`` of an actuator on a joint dof (``actuator_trnid[k, 0]``; Newton's ``TrnType``)."""
+TRN_JOINT, TRN_JOINT_IN_PARENT = 0, 1
+"""``model.mujoco.actuator_trntype`` of an actuator on a joint dof (``actuator_trnid[k, 0]``; Newton's ``TrnType``):
+``joint`` and ``jointinparent``, which differ only on BALL and FREE joints."""
 LIMITED, AUTO = wp.constant(1), wp.constant(2)
 """``actuator_ctrllimited``/``actuator_forcelimited``: on, or on where a range is given (MuJoCo's ``auto``)."""
 DYN_NONE, GAIN_FIXED, BIAS_NONE = 0, 0, 0
@@ -54,7 +55,7 @@ def _actuator_names(model: newton.Model, rows: np.ndarray) -> str:
     transmission), the first five and how many more."""
     mj = model.mujoco
     dof = mj.actuator_trnid.numpy()[:, 0]
-    on_joint = mj.actuator_trntype.numpy() == TRN_JOINT
+    on_joint = np.isin(mj.actuator_trntype.numpy(), (TRN_JOINT, TRN_JOINT_IN_PARENT))
     qd_start = model.joint_qd_start.numpy()
     labels = list(model.joint_label)
     names = []
@@ -117,15 +118,17 @@ def warn_mujoco_actuation(model: newton.Model, stacklevel: int) -> None:
 
 def motor_rows(model: newton.Model) -> np.ndarray:
     """Rows of ``model.mujoco``'s actuators that SolverSAP applies, the MuJoCo motors: driven by
-    ``control.mujoco.ctrl`` (CTRL_DIRECT), on one dof of a REVOLUTE, PRISMATIC or D6 joint (a joint transmission
-    on a hinge or slide), with no activation dynamics, a fixed gain, no bias and no actuator damping or armature
-    (MJCF ``<motor>``, or a ``<general>`` of that form). Empty for a model without Newton's MuJoCo attributes."""
+    ``control.mujoco.ctrl`` (CTRL_DIRECT), on one dof of a REVOLUTE, PRISMATIC or D6 joint (a ``joint`` or
+    ``jointinparent`` transmission on a hinge or slide), with no activation dynamics, a fixed gain, no bias and no
+    actuator damping or armature (MJCF ``<motor>``, or a ``<general>`` of that form). Empty for a model without
+    Newton's MuJoCo attributes."""
     mj = getattr(model, "mujoco", None)
     count = model.custom_frequency_counts.get("mujoco:actuator", 0) if mj is not None else 0
     if not count or not hasattr(mj, "ctrl_source") or not hasattr(mj, "actuator_trnid"):
         return np.zeros(0, np.int32)
     dof = mj.actuator_trnid.numpy()[:count, 0]
-    on_dof = (mj.actuator_trntype.numpy()[:count] == TRN_JOINT) & (dof >= 0) & (dof < model.joint_dof_count)
+    on_joint = np.isin(mj.actuator_trntype.numpy()[:count], (TRN_JOINT, TRN_JOINT_IN_PARENT))
+    on_dof = on_joint & (dof >= 0) & (dof < model.joint_dof_count)
     joint = np.searchsorted(model.joint_qd_start.numpy(), np.where(on_dof, dof, 0), side="right") - 1
     scalar = np.isin(model.joint_type.numpy()[joint], (JOINT_REVOLUTE, JOINT_PRISMATIC, JOINT_D6))
     motor = (mj.ctrl_source.numpy()[:count] == CTRL_DIRECT) & on_dof & scalar

@@ -69,7 +69,7 @@ HINGE_MOTORS_MJCF = """
   </worldbody>
   <actuator>
     <motor joint="axle" gear="2" ctrlrange="-1 1"/>
-    <general joint="axle" gainprm="3" forcerange="-1.5 1.5"/>
+    <general jointinparent="axle" gainprm="3" forcerange="-1.5 1.5"/>
   </actuator>
 </mujoco>
 """
@@ -78,7 +78,8 @@ HINGE_MOTORS_MJCF = """
 @pytest.mark.parametrize("ctrl", [(0.4, 0.2), (3.0, 0.2), (-0.4, 2.0), (-2.0, -0.9)])
 def test_motor_torques_are_gear_times_clamped_gain_times_clamped_ctrl(ctrl):
     """A 2 kg disk of radius 0.2 m on a hinge (I = ½ m r² = 0.04 kg·m²) with a ``<motor gear="2" ctrlrange="-1 1">``
-    and a ``<general gainprm="3" forcerange="-1.5 1.5">``: one step of 10 ms from rest spins it at
+    and a ``<general gainprm="3" forcerange="-1.5 1.5">`` (a ``jointinparent`` transmission, the same on a hinge):
+    one step of 10 ms from rest spins it at
     ``Δt (2 clamp(u₁, ±1) + clamp(3 u₂, ±1.5)) / I``."""
     b = newton.ModelBuilder(gravity=ZERO_GRAVITY)
     newton.solvers.SolverMuJoCo.register_custom_attributes(b)
