@@ -85,8 +85,8 @@ def warn_mujoco_actuation(model: newton.Model, stacklevel: int) -> None:
             warnings.warn(
                 f"{_actuator_names(model, rows)} {_verb(rows)} driven by control.mujoco.ctrl, which only SolverMuJoCo "
                 "applies to such actuators; SolverSAP applies the MuJoCo motors alone (a fixed gain, no bias, no "
-                "activation dynamics, on a hinge or slide dof) and ignores these: drive their joints by "
-                "control.joint_f or Newton's joint targets",
+                "activation dynamics, no actuator damping or armature, on a hinge or slide dof) and ignores these: "
+                "drive their joints by control.joint_f or Newton's joint targets",
                 UserWarning,
                 stacklevel=stacklevel,
             )
