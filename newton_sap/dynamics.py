@@ -10,7 +10,15 @@ Kernel order in a step: :func:`tree_reference_points` → :func:`body_inertia_an
 import warp as wp
 
 from .kinematic_bodies import body_is_kinematic, dof_is_kinematic
-from .spatial import Inertia10, dot6, force_cross, inertia10_about, inertia10_apply, twist_shift
+from .spatial import (
+    Inertia10,
+    dot6,
+    force_cross,
+    inertia10_about,
+    inertia10_apply,
+    rotational_inertia_about,
+    twist_shift,
+)
 from .topology import JOINT_BALL, JOINT_DISTANCE, JOINT_FREE
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
@@ -161,10 +169,9 @@ def body_inertia_and_bias(
     gravity (uniform field: ``[0; −g]``), less the fraction ``body_gravcomp`` of it that MuJoCo's gravity
     compensation cancels (``model.mujoco.gravcomp``: an upward force ``gravcomp · m g`` at the COM; zeros
     without). ``f_ext = [f; τ]`` [N, N·m] at the COM, world axes: the ``joint_f`` of the body's FREE/DISTANCE
-    joint (Newton's convention) plus, when
-    ``include_external = 1``, ``body_f``. Both seed the composite (subtree) sums. Also the motion
-    columns of the body's own joint about r, ``S̄_k = [ω_k; v_k + ω_k × (r − p_b)]``, which CRBA and
-    the constraint Jacobians read without the body pose. With ``gyroscopic_dt`` > 0 [s], a dynamic body whose
+    joint (Newton's convention) plus, when ``include_external = 1``, ``body_f``. Both seed the composite (subtree)
+    sums. Also the motion columns of the body's own joint about r, ``S̄_k = [ω_k; v_k + ω_k × (r − p_b)]``, which
+    CRBA and the constraint Jacobians read without the body pose. With ``gyroscopic_dt`` > 0 [s], a dynamic body whose
     own joint leaves its rotation free and that turns by ``GYROSCOPIC_MIN_TURN`` or more over that step takes
     :func:`free_rotation_torque` in place of its gyroscopic torque ``ω × I_p ω``, ``I_p`` its rotational inertia
     about the point p it turns about: the joint's centre on a BALL joint to the world, a static body or a kinematic
@@ -172,16 +179,17 @@ def body_inertia_and_bias(
     heavy: a top on one at rest gained 52 % of its energy in 2 s at Δt = 5 ms about its COM, none about the joint),
     else the COM (FREE, DISTANCE, a BALL joint on a dynamic parent: taken about its centre, a light parent's motion
     would make the body's O(Δt) torque act through its parallel-axis inertia, and such a body lost 16 % of its
-    energy in 2 s where the COM keeps it within 3 %). A
-    kinematic body keeps ``ω × I ω``: the wrench that holds it to its prescribed spin. 0 gives the exact bias
-    ``b(q, v)``."""
+    energy in 2 s where the COM keeps it within 3 %). A kinematic body keeps ``ω × I ω``: the wrench that holds it
+    to its prescribed spin. 0 gives the exact bias ``b(q, v)``."""
     k = wp.tid()
     b = tree_bodies[k]
     r = tree_ref_in[body_tree[b]]
     X = body_q_in[b]
     p = wp.transform_get_translation(X)
     c = wp.transform_point(X, body_com[b])
-    I10 = body_inertia_about(body_mass[b], body_com[b], body_inertia[b], X, r)
+    R = wp.quat_to_matrix(wp.transform_get_rotation(X))
+    I_com = R * body_inertia[b] * wp.transpose(R)  # about the COM, world axes
+    I10 = inertia10_about(body_mass[b], c - r, I_com)
     V = twist_shift(body_twist_in[b], r - p)
     weight_acc = (1.0 - body_gravcomp[b]) * body_gravity(gravity, body_world, b)
     A = twist_shift(body_bias_acc_in[b], r - p) - wp.spatial_vector(wp.vec3(0.0), weight_acc)
@@ -198,10 +206,7 @@ def body_inertia_and_bias(
             parent < 0 or body_tree[parent] < 0 or body_is_kinematic(parent, body_flags) == 1
         ):
             pivot = wp.transform_point(X, wp.transform_get_translation(joint_X_c[j]))  # the joint's centre, at rest
-        arm = c - pivot
-        R = wp.quat_to_matrix(wp.transform_get_rotation(X))
-        parallel_axis = wp.dot(arm, arm) * wp.identity(n=3, dtype=float) - wp.outer(arm, arm)
-        I_pivot = R * body_inertia[b] * wp.transpose(R) + body_mass[b] * parallel_axis
+        I_pivot = rotational_inertia_about(body_mass[b], c - pivot, I_com)
         gyroscopic = free_rotation_torque(I_pivot, omega, gyroscopic_dt) - wp.cross(omega, I_pivot * omega)
         f += wp.spatial_vector(gyroscopic, wp.vec3(0.0))
     if joint_type[j] == JOINT_FREE or joint_type[j] == JOINT_DISTANCE:

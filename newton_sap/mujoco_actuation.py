@@ -213,7 +213,6 @@ class MujocoMotors:
         self.is_motor = wp.zeros(self.count, dtype=wp.int32, device=model.device)
         self.dof_motor_f = wp.zeros(max(model.joint_dof_count, 1), dtype=float, device=model.device)
         self.joint_f = wp.zeros(max(model.joint_dof_count, 1), dtype=float, device=model.device)
-        self.zero_joint_f = wp.zeros(max(model.joint_dof_count, 1), dtype=float, device=model.device)
         self.any = False
         self.clamp_ctrl = 1
         self.refresh()
@@ -228,8 +227,8 @@ class MujocoMotors:
         clampctrl = getattr(self.model.mujoco, "flag_clampctrl", None)
         self.clamp_ctrl = int(clampctrl is None or bool(clampctrl.numpy().all()))
 
-    def add_to(self, joint_f: wp.array | None, control) -> wp.array | None:
-        """``joint_f`` (None: zero) plus the motors' generalized forces from ``control.mujoco.ctrl``, in this
+    def add_to(self, joint_f: wp.array, control) -> wp.array:
+        """``joint_f`` plus the motors' generalized forces from ``control.mujoco.ctrl``, in this
         object's buffer; ``joint_f`` as given when the model has no motor or ``control`` no ``mujoco.ctrl`` (no
         control: no motor force, as in SolverMuJoCo). A ``ctrl`` shorter than the model's actuators raises
         ``ValueError``."""
@@ -254,7 +253,7 @@ class MujocoMotors:
         wp.launch(
             joint_f_plus_motors,
             dim=model.joint_dof_count,
-            inputs=[model.joint_effort_limit, joint_f if joint_f is not None else self.zero_joint_f, self.dof_motor_f],
+            inputs=[model.joint_effort_limit, joint_f, self.dof_motor_f],
             outputs=[self.joint_f],
             device=model.device,
         )

@@ -514,7 +514,8 @@ class SolverSAP(newton.solvers.SolverBase):
                 _check_length(self.model, "control", name, array)
             setattr(resolved, name, array)
         if self._motors is not None:
-            resolved.joint_f = self._motors.add_to(resolved.joint_f, control)
+            joint_f = resolved.joint_f if resolved.joint_f is not None else self._zero_joint_f
+            resolved.joint_f = self._motors.add_to(joint_f, control)
         return resolved
 
     def _body_gravcomp(self) -> wp.array:

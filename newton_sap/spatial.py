@@ -47,14 +47,20 @@ def force_cross(V: wp.spatial_vector, F: wp.spatial_vector):
 
 
 @wp.func
+def rotational_inertia_about(mass: float, com_offset: wp.vec3, inertia_com_world: wp.mat33):
+    """Rotational inertia [kg·m²] about a point ``r`` of a body of ``mass`` [kg] whose COM is at
+    ``r + com_offset`` [m] (parallel axes): ``I_r = I_c + m (|d|² 1 - d dᵀ)``, world axes."""
+    d = com_offset
+    return inertia_com_world + mass * (wp.dot(d, d) * wp.identity(n=3, dtype=float) - wp.outer(d, d))
+
+
+@wp.func
 def inertia10_about(mass: float, com_offset: wp.vec3, inertia_com_world: wp.mat33):
     """Spatial inertia about a point ``r`` of a body of mass ``m`` [kg] whose COM is at
     ``r + com_offset`` [m], with rotational inertia ``inertia_com_world`` [kg·m²] about the COM in world
-    axes: ``I_r = I_c + m (|d|² 1 - d dᵀ)``, ``h = m d``."""
-    d = com_offset
-    dd = wp.dot(d, d)
-    I = inertia_com_world + mass * (dd * wp.identity(n=3, dtype=float) - wp.outer(d, d))
-    h = mass * d
+    axes: ``I_r`` (:func:`rotational_inertia_about`), ``h = m d``."""
+    I = rotational_inertia_about(mass, com_offset, inertia_com_world)
+    h = mass * com_offset
     return Inertia10(I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2], h[0], h[1], h[2], mass)
 
 

@@ -58,21 +58,34 @@ def test_motors_move_the_ant_as_mujoco_does():
         assert np.abs(ours - reference).max() < 2e-6 * np.abs(reference).max(), (world, ours, reference)
 
 
-HINGE_MOTORS_MJCF = """
+def disk_on_hinge(joint_attributes: str = "", actuator: str = "", option: str = "") -> newton.Model:
+    """The 2 kg disk of radius 0.2 m on a hinge (I = 0.04 kg·m²) without gravity, with the given MJCF attributes on
+    its joint, actuator elements and ``<option>`` children."""
+    mjcf = f"""
 <mujoco>
-  <option gravity="0 0 0"/>
+  <option gravity="0 0 0">{option}</option>
   <worldbody>
     <body name="wheel">
-      <joint name="axle" type="hinge" axis="0 0 1"/>
+      <joint name="axle" type="hinge" axis="0 0 1" {joint_attributes}/>
       <geom type="cylinder" size="0.2 0.05" mass="2.0"/>
     </body>
   </worldbody>
-  <actuator>
-    <motor joint="axle" gear="2" ctrlrange="-1 1"/>
-    <general jointinparent="axle" gainprm="3" forcerange="-1.5 1.5"/>
-  </actuator>
+  <actuator>{actuator}</actuator>
 </mujoco>
 """
+    b = newton.ModelBuilder(gravity=ZERO_GRAVITY)
+    newton.solvers.SolverMuJoCo.register_custom_attributes(b)
+    b.add_mjcf(mjcf)
+    return b.finalize()
+
+
+def spin_after_one_step(model, ctrl, dt=0.01):
+    """The hinge's velocity [rad/s] after one step of ``dt`` from rest with ``control.mujoco.ctrl = ctrl``."""
+    s0, s1 = model.state(), model.state()
+    control = model.control()
+    control.mujoco.ctrl.assign(np.asarray(ctrl, np.float32))
+    newton_sap.SolverSAP(model).step(s0, s1, control, None, dt)
+    return float(s1.joint_qd.numpy()[0])
 
 
 @pytest.mark.parametrize("ctrl", [(0.4, 0.2), (3.0, 0.2), (-0.4, 2.0), (-2.0, -0.9)])
@@ -81,16 +94,11 @@ def test_motor_torques_are_gear_times_clamped_gain_times_clamped_ctrl(ctrl):
     and a ``<general gainprm="3" forcerange="-1.5 1.5">`` (a ``jointinparent`` transmission, the same on a hinge):
     one step of 10 ms from rest spins it at
     ``Δt (2 clamp(u₁, ±1) + clamp(3 u₂, ±1.5)) / I``."""
-    b = newton.ModelBuilder(gravity=ZERO_GRAVITY)
-    newton.solvers.SolverMuJoCo.register_custom_attributes(b)
-    b.add_mjcf(HINGE_MOTORS_MJCF)
-    model = b.finalize()
-    s0, s1 = model.state(), model.state()
-    control = model.control()
-    control.mujoco.ctrl.assign(np.asarray(ctrl, np.float32))
-    newton_sap.SolverSAP(model).step(s0, s1, control, None, 0.01)
+    actuators = """
+    <motor joint="axle" gear="2" ctrlrange="-1 1"/>
+    <general jointinparent="axle" gainprm="3" forcerange="-1.5 1.5"/>"""
     torque = 2.0 * np.clip(ctrl[0], -1.0, 1.0) + np.clip(3.0 * ctrl[1], -1.5, 1.5)
-    assert s1.joint_qd.numpy()[0] == pytest.approx(0.01 * torque / 0.04, rel=1e-5)
+    assert spin_after_one_step(disk_on_hinge("", actuators), ctrl) == pytest.approx(0.01 * torque / 0.04, rel=1e-5)
 
 
 def test_a_ctrl_array_shorter_than_the_actuators_is_refused():
@@ -145,35 +153,6 @@ def test_gravity_compensation_moves_an_arm_as_mujoco_does():
     ours, reference = velocities
     assert np.abs(ours - reference).max() < 1e-5 * np.abs(reference).max(), (ours, reference)
     assert ours[5] == pytest.approx(-0.75 * 9.81 * 1e-3, rel=1e-5)  # the ball's COM velocity, z
-
-
-def disk_on_hinge(joint_attributes: str = "", actuator: str = "", option: str = "") -> newton.Model:
-    """The 2 kg disk of radius 0.2 m on a hinge (I = 0.04 kg·m²) without gravity, with the given MJCF attributes on
-    its joint, actuator elements and ``<option>`` children."""
-    mjcf = f"""
-<mujoco>
-  <option gravity="0 0 0">{option}</option>
-  <worldbody>
-    <body name="wheel">
-      <joint name="axle" type="hinge" axis="0 0 1" {joint_attributes}/>
-      <geom type="cylinder" size="0.2 0.05" mass="2.0"/>
-    </body>
-  </worldbody>
-  <actuator>{actuator}</actuator>
-</mujoco>
-"""
-    b = newton.ModelBuilder(gravity=ZERO_GRAVITY)
-    newton.solvers.SolverMuJoCo.register_custom_attributes(b)
-    b.add_mjcf(mjcf)
-    return b.finalize()
-
-
-def spin_after_one_step(model, ctrl, dt=0.01):
-    s0, s1 = model.state(), model.state()
-    control = model.control()
-    control.mujoco.ctrl.assign(np.asarray(ctrl, np.float32))
-    newton_sap.SolverSAP(model).step(s0, s1, control, None, dt)
-    return float(s1.joint_qd.numpy()[0])
 
 
 def test_the_joints_actuator_force_range_clamps_its_motors():
