@@ -213,6 +213,8 @@ def joint_constraint_rows(
     target_q: wp.array(dtype=float),
     target_qd: wp.array(dtype=float),
     joint_act: wp.array(dtype=float),
+    dof_servo_gains: wp.array(dtype=wp.vec2),
+    dof_servo_force: wp.array(dtype=wp.vec2),
     v0: wp.array(dtype=float),
     tau: wp.array(dtype=float),
     A_inv_diag: wp.array(dtype=float),
@@ -227,13 +229,16 @@ def joint_constraint_rows(
     c_J: wp.array2d(dtype=wp.vec3),
     c_vc: wp.array(dtype=wp.vec3),
 ):
-    """Drive, limit, friction and mimic rows of dof i, with their velocities ``J v0`` at the step's start. A
-    limit side is added when violated or when the step may reach it, ``g0 ≤ 2 Δt max(|v0|, |v0 + Δt τ/A_ii|)``
-    (SAP.md §5's window, v* estimated from diag(A)); the window does not see what drives, contacts, mimics or
-    other dofs' forces do, so the sides left out are checked at the solution (``check_left_out_limits``). A
-    kinematic body's dof (prescribed) has no drive, limit or friction rows; a mimic row has no entry for a kinematic
-    side (leader or follower), whose velocity moves into v̂ (``kinematic_bodies``), and none at all when both sides
-    are kinematic. Limit compliance: ``limit_compliance_and_time``."""
+    """Drive, limit, friction and mimic rows of dof i, with their velocities ``J v0`` at the step's start. The
+    drive is Newton's (``joint_target_*``, feed-forward ``joint_act``) where its gains act, else a MuJoCo servo's
+    (``dof_servo_gains`` ``(Kp, Kd)`` and ``dof_servo_force`` ``(u_ff, e)``, targets 0:
+    ``mujoco_actuation.dof_actuation``) where it has one. A limit side is added when violated or when the step may
+    reach it, ``g0 ≤ 2 Δt max(|v0|, |v0 + Δt τ/A_ii|)`` (SAP.md §5's window, v* estimated from diag(A)); the window
+    does not see what drives, contacts, mimics or other dofs' forces do, so the sides left out are checked at the
+    solution (``check_left_out_limits``). A kinematic body's dof (prescribed) has no drive, limit or friction rows;
+    a mimic row has no entry for a kinematic side (leader or follower), whose velocity moves into v̂
+    (``kinematic_bodies``), and none at all when both sides are kinematic. Limit compliance:
+    ``limit_compliance_and_time``."""
     i = wp.tid()
     n = dof_public.shape[0]
     for k in range(SLOTS_PER_DOF):
@@ -275,9 +280,22 @@ def joint_constraint_rows(
     if dof_is_kinematic(i, dof_body, body_flags) == 1:
         return  # prescribed: no drive, limit or friction rows
     kp, kv = drive_gains(joint_target_mode[p], joint_target_ke[p], joint_target_kd[p])
+    q_target = float(target_q[c])
+    v_target = float(target_qd[p])
+    u_ff = float(joint_act[p])
+    effort = float(joint_effort_limit[p])
+    if kp <= 0.0 and kv <= 0.0:  # no Newton drive: a MuJoCo servo's, if any
+        gains = dof_servo_gains[p]
+        servo = dof_servo_force[p]
+        kp = gains[0]
+        kv = gains[1]
+        q_target = 0.0
+        v_target = 0.0
+        u_ff = servo[0]
+        effort = servo[1]
     if kp > 0.0 or kv > 0.0:
-        R, v_hat = pd_drive_parameters(kp, kv, q0, target_q[c], target_qd[p], joint_act[p], dt, w_est)
-        write_row(base + i, w, PD_DRIVE, i, 1.0, R, v_hat, dt * joint_effort_limit[p],
+        R, v_hat = pd_drive_parameters(kp, kv, q0, q_target, v_target, u_ff, dt, w_est)
+        write_row(base + i, w, PD_DRIVE, i, 1.0, R, v_hat, dt * effort,
                   c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_dof, c_J, v0, c_vc)  # fmt: skip
     R_lim, tau_d = limit_compliance_and_time(
         limit_stiffness, limit_dissipation_time, joint_limit_ke[p], joint_limit_kd[p], dt, w_est

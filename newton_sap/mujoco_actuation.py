@@ -1,16 +1,33 @@
-"""MuJoCo actuation that Newton's MJCF importer keeps for SolverMuJoCo: the motors SolverSAP applies, and warnings
-naming the rest.
+"""MuJoCo actuation that Newton's MJCF importer keeps for SolverMuJoCo: the motors and servos SolverSAP applies, and
+warnings naming the rest.
 
 Newton's MJCF importer (which registers SolverMuJoCo's custom attributes itself) turns a ``<position>``/``<velocity>``
 actuator on a joint into Newton's joint drive (``joint_target_ke/kd``, ``joint_target_mode``), which SolverSAP
 applies, and keeps the rest in ``model.mujoco``: actuators driven by ``control.mujoco.ctrl`` (``<motor>``,
-``<general>``; ``ctrl_source`` CTRL_DIRECT), the force and control ranges and ``dampratio`` of the drives (the
-drive's damping then stays ``joint_target_kd = 0``), and gravity compensation (``gravcomp``, which the dynamics
-applies: ``dynamics.body_inertia_and_bias``).
+``<general>``, and ``<position>``/``<velocity>`` through a ``jointinparent`` transmission or imported with
+``add_mjcf(..., ctrl_direct=True)``;
+``ctrl_source`` CTRL_DIRECT), the force and control ranges and ``dampratio`` of the drives (the drive's damping then
+stays ``joint_target_kd = 0``), and gravity compensation (``gravcomp``, which the dynamics applies:
+``dynamics.body_inertia_and_bias``).
 
-SolverSAP applies the MuJoCo motors (:func:`motor_rows`): ``τ_dof += gear · clamp(gain · clamp(ctrl, ctrlrange),
-forcerange)``, an explicit generalized force like ``joint_f``, read from ``control.mujoco.ctrl`` at every step. The
-other ctrl-driven actuators and the drives' ranges and ``dampratio`` are named in warnings.
+SolverSAP applies, read from ``control.mujoco.ctrl`` at every step (0 where the control has none, as MuJoCo's
+``ctrl`` starts), the ctrl-driven actuators on one hinge or slide dof with a fixed gain g, no activation dynamics and
+a bias that is none or affine, ``b0 + b1 L + b2 L̇`` with the actuator length ``L = gear (q + ref)`` [m or rad]
+(MuJoCo's ``qpos``; Newton's coordinate q leaves the joint's ``ref`` out):
+
+* motors (:func:`motor_rows`; no bias, or ``b1 = b2 = 0``): ``τ = gear · clamp(g u + b0, forcerange)`` with
+  ``u = clamp(ctrl, ctrlrange)``, an explicit generalized force like ``joint_f``, summed per dof and clamped to
+  ``±joint_effort_limit``;
+* servos (:func:`servo_rows`; ``b1 ≤ 0``, ``b2 ≤ 0``, not both 0: MJCF ``<position>``, ``<velocity>`` and affine
+  ``<general>`` servos): ``τ = gear · clamp(g u + b0 + b1 L + b2 L̇, forcerange)``, which is an implicit PD drive on
+  the dof (``constraints/pd_drive.py``) with ``Kp = −b1 gear²``, ``Kd = −b2 gear²`` and the effort range
+  ``gear · forcerange`` within ``±joint_effort_limit``: the SAP problem evaluates it at the step's new velocity
+  and position (MuJoCo's ``implicitfast`` integrator only the velocity term), so stiff servos stay stable at large
+  Δt. An asymmetric range ``[τ_lo, τ_hi]`` is its midpoint, an explicit force, plus a drive clamped to the half
+  width.
+
+The other ctrl-driven actuators, a servo on a dof that has Newton's joint drive or an earlier servo, and the drives'
+ranges and ``dampratio`` are named in warnings.
 """
 
 from __future__ import annotations
@@ -32,9 +49,11 @@ TRN_JOINT, TRN_JOINT_IN_PARENT = 0, 1
 ``joint`` and ``jointinparent``, which differ only on BALL and FREE joints."""
 LIMITED, AUTO = wp.constant(1), wp.constant(2)
 """``actuator_ctrllimited``/``actuator_forcelimited``: on, or on where a range is given (MuJoCo's ``auto``)."""
-DYN_NONE, GAIN_FIXED, BIAS_NONE = 0, 0, 0
-"""``actuator_dyntype``, ``actuator_gaintype``, ``actuator_biastype`` of a motor: no activation state, a constant
-gain ``gainprm[0]``, no bias."""
+DYN_NONE, GAIN_FIXED = 0, 0
+"""``actuator_dyntype`` and ``actuator_gaintype`` of the actuators SolverSAP applies: no activation state, a constant
+gain ``gainprm[0]``."""
+BIAS_NONE, BIAS_AFFINE = wp.constant(0), wp.constant(1)
+"""``actuator_biastype``: no bias, or ``biasprm[0] + biasprm[1] L + biasprm[2] L̇`` (MuJoCo's ``affine``)."""
 
 vec6 = wp.types.vector(length=6, dtype=wp.float32)
 vec10 = wp.types.vector(length=10, dtype=wp.float32)
@@ -67,26 +86,37 @@ def _actuator_names(model: newton.Model, rows: np.ndarray) -> str:
 
 
 def warn_mujoco_actuation(model: newton.Model, stacklevel: int) -> None:
-    """Warnings naming the MuJoCo actuators driven by ``control.mujoco.ctrl`` that are not motors (SolverSAP applies
-    those alone, :func:`motor_rows`), the drives whose MuJoCo force or control range or ``dampratio`` is not
+    """Warnings naming the MuJoCo actuators driven by ``control.mujoco.ctrl`` that SolverSAP does not apply (neither
+    motors nor servos, :func:`motor_rows` and :func:`servo_rows`), the servos it leaves out for a Newton joint drive
+    or an earlier servo on their dof, the drives whose MuJoCo force or control range or ``dampratio`` is not
     applied and the joints whose gravity compensation MuJoCo routes through their actuators; none for a model
-    without Newton's MuJoCo attributes. ``stacklevel`` points at the ``SolverSAP(...)`` or
-    ``notify_model_changed`` call."""
+    without Newton's MuJoCo attributes. ``stacklevel`` points at the ``SolverSAP(...)`` or ``notify_model_changed``
+    call."""
     mj = getattr(model, "mujoco", None)
     if mj is None:
         return
     count = model.custom_frequency_counts.get("mujoco:actuator", 0)
     if count and hasattr(mj, "ctrl_source") and hasattr(mj, "actuator_trnid"):
         direct = mj.ctrl_source.numpy()[:count] == CTRL_DIRECT
-        ignored = direct.copy()
+        ignored = direct & ~_servo_form(model, count)
         ignored[motor_rows(model)] = False
         rows = np.nonzero(ignored)[0]
         if len(rows):
             warnings.warn(
                 f"{_actuator_names(model, rows)} {_verb(rows)} driven by control.mujoco.ctrl, which only SolverMuJoCo "
-                "applies to such actuators; SolverSAP applies the MuJoCo motors alone (a fixed gain, no bias, no "
-                "activation dynamics, no actuator damping or armature, on a hinge or slide dof) and ignores these: "
-                "drive their joints by control.joint_f or Newton's joint targets",
+                "applies to such actuators; SolverSAP applies the MuJoCo motors and servos alone (a fixed gain, no or "
+                "an affine bias with no positive velocity term (an unresolved dampratio), no activation dynamics, no "
+                "actuator damping or armature, on a hinge or slide dof) and ignores these: drive their joints by "
+                "control.joint_f or Newton's joint targets",
+                UserWarning,
+                stacklevel=stacklevel,
+            )
+        rows = np.setdiff1d(np.nonzero(_servo_form(model, count))[0], servo_rows(model))
+        if len(rows):
+            warnings.warn(
+                f"{_actuator_names(model, rows)} {'is a MuJoCo servo' if len(rows) == 1 else 'are MuJoCo servos'} "
+                "on a dof that has Newton's joint drive (joint_target_ke/kd) or an earlier servo, which SolverSAP "
+                "applies in its place (one implicit drive per dof)",
                 UserWarning,
                 stacklevel=stacklevel,
             )
@@ -116,28 +146,83 @@ def warn_mujoco_actuation(model: newton.Model, stacklevel: int) -> None:
             )
 
 
-def motor_rows(model: newton.Model) -> np.ndarray:
-    """Rows of ``model.mujoco``'s actuators that SolverSAP applies, the MuJoCo motors: driven by
-    ``control.mujoco.ctrl`` (CTRL_DIRECT), on one dof of a REVOLUTE, PRISMATIC or D6 joint (a ``joint`` or
-    ``jointinparent`` transmission on a hinge or slide), with no activation dynamics, a fixed gain, no bias and no
-    actuator damping or armature (MJCF ``<motor>``, or a ``<general>`` of that form). Empty for a model without
-    Newton's MuJoCo attributes."""
-    mj = getattr(model, "mujoco", None)
-    count = model.custom_frequency_counts.get("mujoco:actuator", 0) if mj is not None else 0
-    if not count or not hasattr(mj, "ctrl_source") or not hasattr(mj, "actuator_trnid"):
-        return np.zeros(0, np.int32)
+def _scalar_actuators(model: newton.Model, count: int) -> np.ndarray:
+    """Per actuator, whether it is driven by ``control.mujoco.ctrl`` (CTRL_DIRECT) on one dof of a REVOLUTE,
+    PRISMATIC or D6 joint (a ``joint`` or ``jointinparent`` transmission on a hinge or slide) with no activation
+    dynamics, a fixed gain and no actuator damping or armature: the form of the motors and servos."""
+    mj = model.mujoco
     dof = mj.actuator_trnid.numpy()[:count, 0]
     on_joint = np.isin(mj.actuator_trntype.numpy()[:count], (TRN_JOINT, TRN_JOINT_IN_PARENT))
     on_dof = on_joint & (dof >= 0) & (dof < model.joint_dof_count)
     joint = np.searchsorted(model.joint_qd_start.numpy(), np.where(on_dof, dof, 0), side="right") - 1
     scalar = np.isin(model.joint_type.numpy()[joint], (JOINT_REVOLUTE, JOINT_PRISMATIC, JOINT_D6))
-    motor = (mj.ctrl_source.numpy()[:count] == CTRL_DIRECT) & on_dof & scalar
-    motor &= mj.actuator_dyntype.numpy()[:count] == DYN_NONE
-    motor &= (mj.actuator_gaintype.numpy()[:count] == GAIN_FIXED) & (mj.actuator_biastype.numpy()[:count] == BIAS_NONE)
+    form = (mj.ctrl_source.numpy()[:count] == CTRL_DIRECT) & on_dof & scalar
+    form &= mj.actuator_dyntype.numpy()[:count] == DYN_NONE
+    form &= mj.actuator_gaintype.numpy()[:count] == GAIN_FIXED
     for name in ("actuator_damping", "actuator_armature"):  # MuJoCo 4's actuator-level damping and armature
         if hasattr(mj, name):
-            motor &= getattr(mj, name).numpy()[:count] == 0.0
-    return np.nonzero(motor)[0].astype(np.int32)
+            form &= getattr(mj, name).numpy()[:count] == 0.0
+    return form
+
+
+def _has_mujoco_actuators(model: newton.Model) -> int:
+    """How many MuJoCo actuators ``model`` holds with the attributes these functions read (0 without them)."""
+    mj = getattr(model, "mujoco", None)
+    count = model.custom_frequency_counts.get("mujoco:actuator", 0) if mj is not None else 0
+    if not count or not hasattr(mj, "ctrl_source") or not hasattr(mj, "actuator_trnid"):
+        return 0
+    return count
+
+
+def motor_rows(model: newton.Model) -> np.ndarray:
+    """Rows of ``model.mujoco``'s actuators that SolverSAP applies as motors: the form of :func:`_scalar_actuators`
+    with no bias or an affine bias ``b0`` alone (MJCF ``<motor>``, or a ``<general>`` of that form). Empty for a
+    model without Newton's MuJoCo attributes."""
+    count = _has_mujoco_actuators(model)
+    if not count:
+        return np.zeros(0, np.int32)
+    mj = model.mujoco
+    bias_type = mj.actuator_biastype.numpy()[:count]
+    bias = mj.actuator_biasprm.numpy()[:count]
+    constant = (bias_type == BIAS_NONE) | ((bias_type == BIAS_AFFINE) & (bias[:, 1] == 0.0) & (bias[:, 2] == 0.0))
+    return np.nonzero(_scalar_actuators(model, count) & constant)[0].astype(np.int32)
+
+
+def _servo_form(model: newton.Model, count: int) -> np.ndarray:
+    """Per actuator, whether it has a servo's form: that of :func:`_scalar_actuators` with an affine bias whose
+    position and velocity terms ``b1``, ``b2`` are ≤ 0 and not both 0 (a positive ``b2`` is an unresolved
+    ``dampratio``, Newton's importer's and MuJoCo's convention before compiling)."""
+    if not count:
+        return np.zeros(0, bool)
+    mj = model.mujoco
+    bias = mj.actuator_biasprm.numpy()[:count]
+    affine = mj.actuator_biastype.numpy()[:count] == BIAS_AFFINE
+    servo = affine & (bias[:, 1] <= 0.0) & (bias[:, 2] <= 0.0) & ((bias[:, 1] < 0.0) | (bias[:, 2] < 0.0))
+    return _scalar_actuators(model, count) & servo
+
+
+def _newton_drive_dofs(model: newton.Model) -> np.ndarray:
+    """Per dof, whether Newton's joint drive acts there (the gains its target mode uses, ``drive_gains``)."""
+    mode = model.joint_target_mode.numpy()
+    ke, kd = model.joint_target_ke.numpy(), model.joint_target_kd.numpy()
+    position = np.isin(mode, (int(newton.JointTargetMode.POSITION), int(newton.JointTargetMode.POSITION_VELOCITY)))
+    velocity = position | (mode == int(newton.JointTargetMode.VELOCITY))
+    return (position & (ke > 0.0)) | (velocity & (kd > 0.0))
+
+
+def servo_rows(model: newton.Model) -> np.ndarray:
+    """Rows of ``model.mujoco``'s actuators that SolverSAP applies as servos (implicit PD drives, see the module): a
+    servo's form (:func:`_servo_form`; MJCF ``<position>``/``<velocity>`` driven by ctrl, an affine ``<general>``),
+    the first on its dof, on a dof without Newton's joint drive (which takes the dof's one drive row). Empty for a
+    model without Newton's MuJoCo attributes."""
+    count = _has_mujoco_actuators(model)
+    rows = np.nonzero(_servo_form(model, count))[0]
+    if not len(rows):
+        return np.zeros(0, np.int32)
+    dof = model.mujoco.actuator_trnid.numpy()[rows, 0]
+    _, first = np.unique(dof, return_index=True)
+    rows, dof = rows[first], dof[first]
+    return rows[~_newton_drive_dofs(model)[dof]].astype(np.int32)
 
 
 @wp.func
@@ -149,6 +234,30 @@ def clamp_if(x: float, limited: int, has_range: int, bounds: wp.vec2):
     return x
 
 
+@wp.func
+def control_force(
+    k: int,
+    clamp_ctrl: int,
+    ctrl: wp.array(dtype=float),
+    gainprm: wp.array(dtype=vec10),
+    biastype: wp.array(dtype=wp.int32),
+    biasprm: wp.array(dtype=vec10),
+    ctrllimited: wp.array(dtype=wp.int32),
+    has_ctrlrange: wp.array(dtype=wp.int32),
+    ctrlrange: wp.array(dtype=wp.vec2),
+):
+    """``g u + b0`` [N or N·m per unit of gear] of actuator k: its gain ``g = gainprm[0]`` times its control ``u``
+    (clamped to its ctrlrange with ``clamp_ctrl`` = 1, MuJoCo's ``clampctrl`` flag) plus its affine bias's constant
+    ``biasprm[0]`` (none without bias)."""
+    u = ctrl[k]
+    if clamp_ctrl == 1:
+        u = clamp_if(u, ctrllimited[k], has_ctrlrange[k], ctrlrange[k])
+    a = gainprm[k][0] * u
+    if biastype[k] == BIAS_AFFINE:
+        a += biasprm[k][0]
+    return a
+
+
 @wp.kernel
 def add_motor_forces(
     # model
@@ -156,6 +265,8 @@ def add_motor_forces(
     trnid: wp.array(dtype=wp.vec2i),
     gear: wp.array(dtype=vec6),
     gainprm: wp.array(dtype=vec10),
+    biastype: wp.array(dtype=wp.int32),
+    biasprm: wp.array(dtype=vec10),
     ctrllimited: wp.array(dtype=wp.int32),
     has_ctrlrange: wp.array(dtype=wp.int32),
     ctrlrange: wp.array(dtype=wp.vec2),
@@ -169,100 +280,169 @@ def add_motor_forces(
     dof_motor_f_out: wp.array(dtype=float),
 ):
     """Per actuator k that is a motor (``is_motor``, :func:`motor_rows`): MuJoCo's actuator force
-    ``f = clamp(g · clamp(u, ctrlrange), forcerange)`` [N or N·m per unit of gear] with ``u = ctrl[k]`` (its clamp
-    only with ``clamp_ctrl`` = 1: MuJoCo's ``clampctrl`` flag) and gain ``g = gainprm[0]``, added to its dof's
-    motor force as ``gear[0] · f`` [N·m on a hinge, N on a slide]. A control that is not finite stays so: its
-    world is then flagged failed, as a NaN ``joint_f`` is."""
+    ``f = clamp(g u + b0, forcerange)`` (:func:`control_force`) added to its dof's motor force as ``gear[0] · f``
+    [N·m on a hinge, N on a slide]. A control that is not finite stays so: its world is then flagged failed, as a
+    NaN ``joint_f`` is."""
     k = wp.tid()
     if is_motor[k] == 0:
         return
-    u = ctrl[k]
-    if clamp_ctrl == 1:
-        u = clamp_if(u, ctrllimited[k], has_ctrlrange[k], ctrlrange[k])
-    f = clamp_if(gainprm[k][0] * u, forcelimited[k], has_forcerange[k], forcerange[k])
+    f = control_force(k, clamp_ctrl, ctrl, gainprm, biastype, biasprm, ctrllimited, has_ctrlrange, ctrlrange)
+    f = clamp_if(f, forcelimited[k], has_forcerange[k], forcerange[k])
     wp.atomic_add(dof_motor_f_out, trnid[k][0], gear[k][0] * f)
 
 
 @wp.kernel
-def joint_f_plus_motors(
+def dof_actuation(
     # model
     joint_effort_limit: wp.array(dtype=float),
+    dof_servo: wp.array(dtype=wp.int32),
+    dof_ref: wp.array(dtype=float),
+    gear: wp.array(dtype=vec6),
+    gainprm: wp.array(dtype=vec10),
+    biastype: wp.array(dtype=wp.int32),
+    biasprm: wp.array(dtype=vec10),
+    ctrllimited: wp.array(dtype=wp.int32),
+    has_ctrlrange: wp.array(dtype=wp.int32),
+    ctrlrange: wp.array(dtype=wp.vec2),
+    forcelimited: wp.array(dtype=wp.int32),
+    has_forcerange: wp.array(dtype=wp.int32),
+    forcerange: wp.array(dtype=wp.vec2),
     # inputs
+    clamp_ctrl: int,
+    ctrl: wp.array(dtype=float),
     joint_f: wp.array(dtype=float),
     dof_motor_f: wp.array(dtype=float),
     # outputs
     joint_f_out: wp.array(dtype=float),
+    dof_servo_gains_out: wp.array(dtype=wp.vec2),
+    dof_servo_force_out: wp.array(dtype=wp.vec2),
 ):
-    """Per dof: ``joint_f`` plus its motors' force clamped to ``±joint_effort_limit``, which SolverMuJoCo makes the
-    joint's actuator force range (MJCF ``actuatorfrcrange``; MuJoCo clamps there the sum of the joint's actuator
-    forces, here the motors' alone: a drive on the joint is clamped by the limit apart)."""
+    """Per dof i with effort limit e (``joint_effort_limit``, SolverMuJoCo's joint actuator force range: MuJoCo
+    clamps there the sum of the joint's actuator forces, here its motors' and its servo's apart):
+
+    * ``joint_f_out = joint_f + clamp(motors, ±e) + τ_mid``;
+    * its servo k (``dof_servo``, -1 for none) with gear s, bias ``(b0, b1, b2)`` and ``a = g u + b0``, the force
+      ``τ = s clamp(a + b1 s (q + ref) + b2 s q̇, forcerange)`` as a PD drive on the dof: gains
+      ``(Kp, Kd) = (−b1 s², −b2 s²)`` [N·m/rad, N·m·s/rad or N/m, N·s/m], and ``(u_ff, e_half)``: the drive's force
+      at ``q = q̇ = 0`` less the midpoint ``τ_mid`` of its effort range ``[τ_lo, τ_hi]`` (``s · forcerange`` within
+      ``±e``), and that range's half width; ``(0, 0)`` and ``(0, 0)`` without a servo. A control that is not finite
+      makes ``joint_f_out`` NaN, which flags its world failed."""
     i = wp.tid()
+    e = joint_effort_limit[i]
     motor = dof_motor_f[i]
     if wp.isfinite(motor):  # a NaN stays NaN (its world is flagged failed), not a bound
-        motor = wp.clamp(motor, -joint_effort_limit[i], joint_effort_limit[i])
-    joint_f_out[i] = joint_f[i] + motor
+        motor = wp.clamp(motor, -e, e)
+    f = joint_f[i] + motor
+    gains = wp.vec2(0.0)
+    servo = wp.vec2(0.0)
+    k = dof_servo[i]
+    if k >= 0:
+        s = gear[k][0]
+        b = biasprm[k]
+        a = control_force(k, clamp_ctrl, ctrl, gainprm, biastype, biasprm, ctrllimited, has_ctrlrange, ctrlrange)
+        mid = float(0.0)
+        half = e
+        if forcelimited[k] == LIMITED or (forcelimited[k] == AUTO and has_forcerange[k] != 0):
+            bounds = forcerange[k]
+            lo = wp.clamp(wp.min(s * bounds[0], s * bounds[1]), -e, e)
+            hi = wp.clamp(wp.max(s * bounds[0], s * bounds[1]), -e, e)
+            mid = 0.5 * (lo + hi)
+            half = 0.5 * (hi - lo)
+        gains = wp.vec2(-b[1] * s * s, -b[2] * s * s)
+        servo = wp.vec2(s * (a + b[1] * s * dof_ref[i]) - mid, half)
+        f += mid
+        if not wp.isfinite(a):
+            f = a
+    joint_f_out[i] = f
+    dof_servo_gains_out[i] = gains
+    dof_servo_force_out[i] = servo
 
 
-class MujocoMotors:
-    """The MuJoCo motors of a model with Newton's MuJoCo actuators (:func:`motor_rows`, refreshed in place by
-    :meth:`refresh`) and the buffers of their forces and of ``joint_f`` plus them."""
+class MujocoActuators:
+    """The MuJoCo motors and servos of a model with Newton's MuJoCo actuators (:func:`motor_rows`,
+    :func:`servo_rows`; refreshed in place by :meth:`refresh`), the buffers of ``joint_f`` plus the motors' forces,
+    and the servos' drive parameters per dof, written into the arrays given (``dynamics``' joint rows read them)."""
 
-    def __init__(self, model: newton.Model):
+    def __init__(self, model: newton.Model, dof_servo_gains: wp.array, dof_servo_force: wp.array):
         self.model = model
         self.count = model.custom_frequency_counts["mujoco:actuator"]
-        self.is_motor = wp.zeros(self.count, dtype=wp.int32, device=model.device)
-        self.dof_motor_f = wp.zeros(max(model.joint_dof_count, 1), dtype=float, device=model.device)
-        self.joint_f = wp.zeros(max(model.joint_dof_count, 1), dtype=float, device=model.device)
+        device = model.device
+        ndof = max(model.joint_dof_count, 1)
+        self.is_motor = wp.zeros(self.count, dtype=wp.int32, device=device)
+        self.dof_servo = wp.full(ndof, -1, dtype=wp.int32, device=device)
+        self.zero_ctrl = wp.zeros(self.count, dtype=float, device=device)
+        dof_ref = getattr(model.mujoco, "dof_ref", None)
+        self.dof_ref = dof_ref if dof_ref is not None else wp.zeros(ndof, dtype=float, device=device)
+        self.dof_motor_f = wp.zeros(ndof, dtype=float, device=device)
+        self.joint_f = wp.zeros(ndof, dtype=float, device=device)
+        self.dof_servo_gains = dof_servo_gains
+        self.dof_servo_force = dof_servo_force
         self.any = False
+        self.any_servo = False
         self.clamp_ctrl = 1
         self.refresh()
 
     def refresh(self) -> None:
-        """Re-read which actuators are motors and MuJoCo's ``clampctrl`` flag (after ``notify_model_changed`` with
-        actuator or model properties)."""
+        """Re-read which actuators are motors and servos and MuJoCo's ``clampctrl`` flag (after
+        ``notify_model_changed`` with actuator, joint dof or model properties)."""
+        mj = self.model.mujoco
+        motors, servos = motor_rows(self.model), servo_rows(self.model)
         flags = np.zeros(self.count, np.int32)
-        flags[motor_rows(self.model)] = 1
+        flags[motors] = 1
         self.is_motor.assign(flags)
-        self.any = bool(flags.any())
-        clampctrl = getattr(self.model.mujoco, "flag_clampctrl", None)
+        dof_servo = np.full(self.dof_servo.shape[0], -1, np.int32)
+        dof_servo[mj.actuator_trnid.numpy()[servos, 0]] = servos
+        self.dof_servo.assign(dof_servo)
+        self.any_servo = bool(len(servos))
+        self.any = bool(len(motors)) or self.any_servo
+        if not self.any_servo:
+            self.dof_servo_gains.zero_()
+            self.dof_servo_force.zero_()
+        clampctrl = getattr(mj, "flag_clampctrl", None)
         self.clamp_ctrl = int(clampctrl is None or bool(clampctrl.numpy().all()))
 
     def add_to(self, joint_f: wp.array, control) -> wp.array:
-        """``joint_f`` plus the motors' generalized forces from ``control.mujoco.ctrl``, in this
-        object's buffer; ``joint_f`` as given when the model has no motor or ``control`` no ``mujoco.ctrl`` (no
-        control: no motor force, as in SolverMuJoCo). A ``ctrl`` shorter than the model's actuators raises
-        ``ValueError``."""
-        ctrl = getattr(getattr(control, "mujoco", None), "ctrl", None)
-        if ctrl is None or not self.any:
+        """``joint_f`` plus the motors' generalized forces from ``control.mujoco.ctrl`` (0 where ``control`` has
+        none), in this object's buffer, and the servos' drive parameters; ``joint_f`` as given when the model has
+        neither. A ``ctrl`` shorter than the model's actuators raises ``ValueError``."""
+        if not self.any:
             return joint_f
-        if ctrl.shape[0] < self.count:
+        ctrl = getattr(getattr(control, "mujoco", None), "ctrl", None)
+        if ctrl is None:
+            ctrl = self.zero_ctrl
+        elif ctrl.shape[0] < self.count:
             raise ValueError(
                 f"control.mujoco.ctrl has {ctrl.shape[0]} entries; the model has {self.count} MuJoCo actuators"
             )
         model, mj = self.model, self.model.mujoco
+        ranges = [mj.actuator_ctrllimited, mj.actuator_has_ctrlrange, mj.actuator_ctrlrange, mj.actuator_forcelimited,
+                  mj.actuator_has_forcerange, mj.actuator_forcerange]  # fmt: skip
+        bias = [mj.actuator_biastype, mj.actuator_biasprm]
         self.dof_motor_f.zero_()
         wp.launch(
             add_motor_forces,
             dim=self.count,
-            inputs=[self.is_motor, mj.actuator_trnid, mj.actuator_gear, mj.actuator_gainprm, mj.actuator_ctrllimited,
-                    mj.actuator_has_ctrlrange, mj.actuator_ctrlrange, mj.actuator_forcelimited,
-                    mj.actuator_has_forcerange, mj.actuator_forcerange, self.clamp_ctrl, ctrl],
+            inputs=[self.is_motor, mj.actuator_trnid, mj.actuator_gear, mj.actuator_gainprm, *bias, *ranges,
+                    self.clamp_ctrl, ctrl],
             outputs=[self.dof_motor_f],
             device=model.device,
         )  # fmt: skip
         wp.launch(
-            joint_f_plus_motors,
+            dof_actuation,
             dim=model.joint_dof_count,
-            inputs=[model.joint_effort_limit, joint_f, self.dof_motor_f],
-            outputs=[self.joint_f],
+            inputs=[model.joint_effort_limit, self.dof_servo, self.dof_ref, mj.actuator_gear, mj.actuator_gainprm,
+                    *bias, *ranges, self.clamp_ctrl, ctrl, joint_f, self.dof_motor_f],
+            outputs=[self.joint_f, self.dof_servo_gains, self.dof_servo_force],
             device=model.device,
-        )
+        )  # fmt: skip
         return self.joint_f
 
 
-def mujoco_motors(model: newton.Model) -> MujocoMotors | None:
-    """:class:`MujocoMotors` for a model with Newton's MuJoCo actuators, else None."""
-    mj = getattr(model, "mujoco", None)
-    if mj is None or not model.custom_frequency_counts.get("mujoco:actuator", 0) or not hasattr(mj, "ctrl_source"):
+def mujoco_actuators(
+    model: newton.Model, dof_servo_gains: wp.array, dof_servo_force: wp.array
+) -> MujocoActuators | None:
+    """:class:`MujocoActuators` for a model with Newton's MuJoCo actuators (writing the servos' drive parameters into
+    the arrays given, per dof), else None."""
+    if not _has_mujoco_actuators(model):
         return None
-    return MujocoMotors(model)
+    return MujocoActuators(model, dof_servo_gains, dof_servo_force)

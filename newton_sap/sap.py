@@ -1170,6 +1170,10 @@ class SapSolver:
         self.model_constraints = False
         self.dof_mimic_leader = wp.full(max(topology.dof_count, 1), -1, dtype=wp.int32, device=device)
         self.dof_mimic_coeffs = zeros(max(topology.dof_count, 1), wp.vec2)
+        # MuJoCo servos' drive gains (Kp, Kd) and (u_ff, effort limit) per Newton dof (index in joint_qd), zero where
+        # none: sized by SolverSAP, written by its mujoco_actuation.MujocoActuators
+        self.dof_servo_gains = None
+        self.dof_servo_force = None
         self.loop_equality_row = None  # per loop joint, its MuJoCo equality row or -1 (read_equality_rows)
         self.equality_enabled = None  # the rows' enabled flags, read every step
         self.capacity = -1
@@ -1317,7 +1321,8 @@ class SapSolver:
                     model.joint_limit_upper, model.joint_limit_ke, model.joint_limit_kd, model.joint_friction,
                     self.dof_mimic_leader, self.dof_mimic_coeffs, limit_k, o.joint_limit_dissipation_time,
                     o.friction_regularization, n_contacts, dt, state.joint_q, control.joint_target_q,
-                    control.joint_target_qd, joint_act, v0, tau, A_inv_diag,
+                    control.joint_target_qd, joint_act, self.dof_servo_gains, self.dof_servo_force, v0, tau,
+                    A_inv_diag,
                 ],
                 outputs=[self.c_world, self.c_kind, self.c_R, self.c_vhat, self.c_param, self.c_nnz, self.c_dof,
                          self.c_J, self.c_vc],

@@ -33,7 +33,7 @@ from .model_checks import (
     warn_body_velocities_without_joint_velocities,
     warn_disabled_tree_joints,
 )
-from .mujoco_actuation import mujoco_motors, warn_mujoco_actuation
+from .mujoco_actuation import mujoco_actuators, warn_mujoco_actuation
 from .mujoco_equalities import warn_half_enabled, warn_mujoco_only_rows, warn_soft_rows
 from .mujoco_options import warn_mujoco_option_flags
 from .observables import (
@@ -206,7 +206,10 @@ class SolverSAP(newton.solvers.SolverBase):
         self._sap = SapSolver(topo, self._topo, device, self.options)
         self._sap.read_equality_rows(model)
         self._dense_blocks_used = int(not self._tree_ldlt or self._sap.uses_pcg)  # free motion, PCG
-        self._motors = mujoco_motors(model)  # MuJoCo motors driven by control.mujoco.ctrl (added to joint_f)
+        self._sap.dof_servo_gains = zeros(max(model.joint_dof_count, 1), wp.vec2)
+        self._sap.dof_servo_force = zeros(max(model.joint_dof_count, 1), wp.vec2)
+        # MuJoCo motors and servos driven by control.mujoco.ctrl (added to joint_f, drive rows)
+        self._actuators = mujoco_actuators(model, self._sap.dof_servo_gains, self._sap.dof_servo_force)
         self._joint_rows = False  # any drive, finite limit or joint friction (_validate_joint_drives_and_limits)
         self._mimic_rows = False  # any mimic coupling
 
@@ -236,8 +239,9 @@ class SolverSAP(newton.solvers.SolverBase):
             warn_soft_rows(model, stacklevel=4)
         if flags & F.ACTUATOR_PROPERTIES:
             warn_mujoco_actuation(model, stacklevel=4)
-        if flags & (F.ACTUATOR_PROPERTIES | F.MODEL_PROPERTIES) and self._motors is not None:
-            self._motors.refresh()
+        actuation = F.ACTUATOR_PROPERTIES | F.MODEL_PROPERTIES | F.JOINT_DOF_PROPERTIES  # servos give way to drives
+        if flags & actuation and self._actuators is not None:
+            self._actuators.refresh()
         if flags & (F.CONSTRAINT_PROPERTIES | F.JOINT_PROPERTIES):
             warn_half_enabled(model, topo.loop_joints, stacklevel=4)
         if flags & F.CONSTRAINT_PROPERTIES and topo.dof_count:
@@ -246,7 +250,8 @@ class SolverSAP(newton.solvers.SolverBase):
             self._sap.dof_mimic_coeffs.assign(coeffs)
             self._mimic_rows = bool((leader >= 0).any())
         self._kinematics_q.fill_(np.nan)
-        model_constraints = self._joint_rows or self._mimic_rows or len(topo.loop_joints) > 0
+        servos = self._actuators is not None and self._actuators.any_servo
+        model_constraints = self._joint_rows or servos or self._mimic_rows or len(topo.loop_joints) > 0
         if announce and model_constraints != self._sap.model_constraints:
             warnings.warn(
                 f"the model {'now has' if model_constraints else 'no longer has'} drives, joint limits, joint "
@@ -504,7 +509,8 @@ class SolverSAP(newton.solvers.SolverBase):
         """The control arrays of a step: ``control``'s, and the model's (the arrays ``Model.control`` refers to,
         read at each step: a model array replaced after the build is the one used) for each one it leaves None
         (all, for no ``control``), checked against the model's sizes. ``joint_f`` then gains the forces of the
-        model's MuJoCo motors from ``control.mujoco.ctrl`` (``mujoco_actuation.MujocoMotors``)."""
+        model's MuJoCo motors from ``control.mujoco.ctrl``, and its MuJoCo servos' drive parameters are written
+        (``mujoco_actuation.MujocoActuators``)."""
         resolved = newton.Control()
         for name in ("joint_f", "joint_target_q", "joint_target_qd", "joint_act"):
             array = getattr(control, name, None)
@@ -513,9 +519,9 @@ class SolverSAP(newton.solvers.SolverBase):
             if array is not None:
                 _check_length(self.model, "control", name, array)
             setattr(resolved, name, array)
-        if self._motors is not None:
+        if self._actuators is not None:
             joint_f = resolved.joint_f if resolved.joint_f is not None else self._zero_joint_f
-            resolved.joint_f = self._motors.add_to(joint_f, control)
+            resolved.joint_f = self._actuators.add_to(joint_f, control)
         return resolved
 
     def _body_gravcomp(self) -> wp.array:

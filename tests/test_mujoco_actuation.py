@@ -1,5 +1,6 @@
-"""MuJoCo actuation SolverSAP applies: motors (MJCF ``<motor>``, driven by ``control.mujoco.ctrl``) and gravity
-compensation (``gravcomp``), against MuJoCo itself and closed forms."""
+"""MuJoCo actuation SolverSAP applies: motors (MJCF ``<motor>``) and servos (``<position>``, ``<velocity>``, affine
+``<general>``) driven by ``control.mujoco.ctrl``, and gravity compensation (``gravcomp``), against MuJoCo itself and
+closed forms."""
 
 import re
 
@@ -58,10 +59,10 @@ def test_motors_move_the_ant_as_mujoco_does():
         assert np.abs(ours - reference).max() < 2e-6 * np.abs(reference).max(), (world, ours, reference)
 
 
-def disk_on_hinge(joint_attributes: str = "", actuator: str = "", option: str = "") -> newton.Model:
-    """The 2 kg disk of radius 0.2 m on a hinge (I = 0.04 kg·m²) without gravity, with the given MJCF attributes on
+def disk_mjcf(joint_attributes: str = "", actuator: str = "", option: str = "") -> str:
+    """MJCF of a 2 kg disk of radius 0.2 m on a hinge (I = 0.04 kg·m²) without gravity, with the given attributes on
     its joint, actuator elements and ``<option>`` children."""
-    mjcf = f"""
+    return f"""
 <mujoco>
   <option gravity="0 0 0">{option}</option>
   <worldbody>
@@ -73,9 +74,13 @@ def disk_on_hinge(joint_attributes: str = "", actuator: str = "", option: str = 
   <actuator>{actuator}</actuator>
 </mujoco>
 """
+
+
+def disk_on_hinge(joint_attributes: str = "", actuator: str = "", option: str = "") -> newton.Model:
+    """The model of :func:`disk_mjcf`."""
     b = newton.ModelBuilder(gravity=ZERO_GRAVITY)
     newton.solvers.SolverMuJoCo.register_custom_attributes(b)
-    b.add_mjcf(mjcf)
+    b.add_mjcf(disk_mjcf(joint_attributes, actuator, option))
     return b.finalize()
 
 
@@ -91,13 +96,13 @@ def spin_after_one_step(model, ctrl, dt=0.01):
 @pytest.mark.parametrize("ctrl", [(0.4, 0.2), (3.0, 0.2), (-0.4, 2.0), (-2.0, -0.9)])
 def test_motor_torques_are_gear_times_clamped_gain_times_clamped_ctrl(ctrl):
     """A 2 kg disk of radius 0.2 m on a hinge (I = ½ m r² = 0.04 kg·m²) with a ``<motor gear="2" ctrlrange="-1 1">``
-    and a ``<general gainprm="3" forcerange="-1.5 1.5">`` (a ``jointinparent`` transmission, the same on a hinge):
-    one step of 10 ms from rest spins it at
-    ``Δt (2 clamp(u₁, ±1) + clamp(3 u₂, ±1.5)) / I``."""
+    and a ``<general gainprm="3" forcerange="-1.5 1.5">`` with a constant bias 0.25 (affine, no position or velocity
+    term; a ``jointinparent`` transmission, the same on a hinge): one step of 10 ms from rest spins it at
+    ``Δt (2 clamp(u₁, ±1) + clamp(3 u₂ + 0.25, ±1.5)) / I``."""
     actuators = """
     <motor joint="axle" gear="2" ctrlrange="-1 1"/>
-    <general jointinparent="axle" gainprm="3" forcerange="-1.5 1.5"/>"""
-    torque = 2.0 * np.clip(ctrl[0], -1.0, 1.0) + np.clip(3.0 * ctrl[1], -1.5, 1.5)
+    <general jointinparent="axle" gainprm="3" biastype="affine" biasprm="0.25 0 0" forcerange="-1.5 1.5"/>"""
+    torque = 2.0 * np.clip(ctrl[0], -1.0, 1.0) + np.clip(3.0 * ctrl[1] + 0.25, -1.5, 1.5)
     assert spin_after_one_step(disk_on_hinge("", actuators), ctrl) == pytest.approx(0.01 * torque / 0.04, rel=1e-5)
 
 
@@ -192,3 +197,168 @@ def test_motor_damping_and_routed_gravity_compensation_are_named():
     assert [m for m in messages if re.match(r"actuator 0 \(joint '.*axle'\) is driven by control.mujoco.ctrl", m)]
     assert [m for m in messages if re.match(r"gravity compensation of joint 0 \('.*axle'\) is routed", m)]
     assert spin_after_one_step(model, [1.0]) == 0.0
+
+
+SERVO = '<general joint="axle" gear="2" gainprm="30" biastype="affine" biasprm="0.5 -30 -2" forcerange="-10 30"/>'
+"""An affine servo on the disk's hinge: ``τ = 2 clamp(30 u + 0.5 − 30 L − 2 L̇, [−10, 30])`` with the actuator length
+``L = 2 (q + ref)``."""
+
+
+@pytest.mark.parametrize("ctrl", [0.3, 6.0, -6.0])
+def test_a_servo_is_an_implicit_pd_drive_clamped_by_its_force_range(ctrl):
+    """The servo on the disk (I = 0.04 kg·m², joint ``ref`` 20°, so MuJoCo's length has ``q + ref``) from q0 = 0.1,
+    q̇0 = 0.5: one step of 10 ms gives the implicit PD step, ``I (v − v0) = Δt τ(q0 + Δt v, v)`` (Kp = 120, Kd = 8,
+    the torque at q = q̇ = 0 ``2 (30 u + 0.5 − 60 ref)``) where τ is inside ``2 · [−10, 30]``, else ``v0 + Δt τ_bound /
+    I``: inside at u = 0.3, at the upper bound at 6, at the lower at −6."""
+    I, dt, q0, v0, ref = 0.04, 0.01, 0.1, 0.5, np.deg2rad(20.0)
+    model = disk_on_hinge('ref="20"', SERVO)
+    s0, s1 = model.state(), model.state()
+    s0.joint_q.assign([q0])
+    s0.joint_qd.assign([v0])
+    control = model.control()
+    control.mujoco.ctrl.assign([ctrl])
+    newton_sap.SolverSAP(model).step(s0, s1, control, None, dt)
+    kp, kd, u_ff = 120.0, 8.0, 2.0 * (30.0 * ctrl + 0.5 - 60.0 * ref)
+    v = (I * v0 + dt * (u_ff - kp * q0)) / (I + dt * kd + dt * dt * kp)
+    torque = u_ff - kp * (q0 + dt * v) - kd * v
+    if not -20.0 <= torque <= 60.0:
+        v = v0 + dt * np.clip(torque, -20.0, 60.0) / I
+    assert s1.joint_qd.numpy()[0] == pytest.approx(v, rel=1e-5, abs=1e-5)
+    inside = {0.3: True, 6.0: False, -6.0: False}[ctrl]
+    assert (-20.0 <= torque <= 60.0) == inside
+
+
+def test_without_a_control_servos_hold_ctrl_zero():
+    """No ``control`` (MuJoCo's ``ctrl`` starts at 0): the servo acts with u = 0, as a zero control does."""
+    model = disk_on_hinge('ref="20"', SERVO)
+    spins = []
+    for control in (None, model.control()):
+        s0, s1 = model.state(), model.state()
+        newton_sap.SolverSAP(model).step(s0, s1, control, None, 0.01)
+        spins.append(float(s1.joint_qd.numpy()[0]))
+    assert spins[0] == spins[1] != 0.0
+
+
+SERVO_ARM = """
+<mujoco>
+  <worldbody>
+    <body name="upper" pos="0 0 1">
+      <joint name="shoulder" type="hinge" axis="0 1 0" ref="10"/>
+      <geom type="capsule" fromto="0 0 0 0.4 0 0" size="0.04" mass="1.5"/>
+      <body name="lower" pos="0.4 0 0">
+        <joint name="elbow" type="hinge" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0.1" size="0.03" mass="0.8"/>
+        <body name="slider" pos="0.3 0 0.1">
+          <joint name="slide" type="slide" axis="1 0 0"/>
+          <geom type="box" size="0.05 0.05 0.02" mass="0.4"/>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <general joint="shoulder" gainprm="60" biastype="affine" biasprm="0 -60 -6" forcerange="-40 25"/>
+    <position joint="elbow" kp="20" kv="1" gear="1.5"/>
+    <velocity joint="slide" kv="8"/>
+  </actuator>
+</mujoco>
+"""
+
+
+def test_servos_move_an_arm_as_mujoco_does_to_first_order_in_dt():
+    """An arm under gravity with an affine ``<general>`` servo (shoulder, ``ref`` 10°, an asymmetric force range), a
+    ``<position>`` (elbow, gear 1.5) and a ``<velocity>`` servo (slide), imported with ``ctrl_direct=True`` so all
+    three are driven by ctrl: after 0.4 s from rest the state differs from MuJoCo's (CPU build through SolverMuJoCo)
+    by O(Δt), SolverSAP's implicit position term against MuJoCo's explicit one: 1.01e-2 at Δt = 1 ms, half that at
+    0.5 ms (a wrong ref, gear or sign would leave an O(1) gap)."""
+    b = newton.ModelBuilder()
+    newton.solvers.SolverMuJoCo.register_custom_attributes(b)
+    b.add_mjcf(SERVO_ARM, ctrl_direct=True)
+    model = b.finalize()
+    gaps = []
+    for dt in (1e-3, 5e-4):
+        states = []
+        for solver in (
+            newton_sap.SolverSAP(model),
+            newton.solvers.SolverMuJoCo(model, use_mujoco_cpu=True, disable_contacts=True),
+        ):
+            s0, s1 = model.state(), model.state()
+            control = model.control()
+            control.mujoco.ctrl.assign([0.8, -0.5, 0.3])
+            for _ in range(round(0.4 / dt)):
+                solver.step(s0, s1, control, None, dt)
+                s0, s1 = s1, s0
+            states.append(np.concatenate([s0.joint_q.numpy(), s0.joint_qd.numpy()]))
+        gaps.append(np.abs(states[0] - states[1]).max())
+    assert gaps[0] < 1.1e-2 and gaps[1] < 0.55 * gaps[0], gaps
+
+
+def test_a_stiff_position_servo_holds_a_link_against_gravity():
+    """A 1 kg, 0.5 m link on a hinge held at ctrl 0.6 rad by a servo of Kp = 2000 N·m/rad, Kd = 20 N·m·s/rad
+    stepped 3 s at Δt = 0.02: at rest where ``Kp (0.6 − q) = m g (l/2) cos q`` (to 1e-4 N·m of 2.0)."""
+    mjcf = """
+<mujoco>
+  <worldbody>
+    <body name="link" pos="0 0 1">
+      <joint name="pivot" type="hinge" axis="0 -1 0"/>
+      <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.02" mass="1.0"/>
+    </body>
+  </worldbody>
+  <actuator><general joint="pivot" gainprm="2000" biastype="affine" biasprm="0 -2000 -20"/></actuator>
+</mujoco>
+"""
+    b = newton.ModelBuilder()
+    newton.solvers.SolverMuJoCo.register_custom_attributes(b)
+    b.add_mjcf(mjcf)
+    model = b.finalize()
+    solver = newton_sap.SolverSAP(model)
+    s0, s1 = model.state(), model.state()
+    control = model.control()
+    control.mujoco.ctrl.assign([0.6])
+    for _ in range(150):
+        solver.step(s0, s1, control, None, 0.02)
+        s0, s1 = s1, s0
+    q = float(s0.joint_q.numpy()[0])
+    assert abs(float(s0.joint_qd.numpy()[0])) < 1e-5
+    assert 2000.0 * (0.6 - q) == pytest.approx(9.81 * 0.25 * np.cos(q), abs=1e-4)
+
+
+def test_a_non_finite_servo_control_fails_its_world_alone():
+    """Two disk worlds with the servo, a NaN control in world 0: world 0 is flagged failed, world 1 steps as alone."""
+    disk = newton.ModelBuilder(gravity=ZERO_GRAVITY)
+    newton.solvers.SolverMuJoCo.register_custom_attributes(disk)
+    disk.add_mjcf(disk_mjcf('ref="20"', SERVO))
+    scene = newton.ModelBuilder(gravity=ZERO_GRAVITY)
+    newton.solvers.SolverMuJoCo.register_custom_attributes(scene)
+    scene.replicate(disk, 2)
+    model = scene.finalize()
+    spins = []
+    for ctrl in ([0.3, 0.3], [np.nan, 0.3]):
+        solver = newton_sap.SolverSAP(model)
+        s0, s1 = model.state(), model.state()
+        control = model.control()
+        control.mujoco.ctrl.assign(ctrl)
+        solver.step(s0, s1, control, None, 0.01)
+        spins.append(s1.joint_qd.numpy())
+    assert solver.stats.failed.tolist() == [True, False]
+    assert spins[1][1] == spins[0][1] != 0.0
+
+
+def test_servos_left_out_are_named_and_a_newton_drive_takes_their_dof():
+    """A second servo on the disk's hinge and one with an unresolved ``dampratio`` are named; so is a servo on a dof
+    that has Newton's joint drive, which acts in its place (a 10 N·m·s/rad velocity drive at 0 stops the disk
+    spinning at 1 rad/s to ``I v0 / (I + Δt Kd)``)."""
+    actuators = SERVO + '<general joint="axle" gainprm="5" biastype="affine" biasprm="0 -5 0"/>'
+    actuators += '<general joint="axle" gainprm="5" biastype="affine" biasprm="0 -5 1"/>'
+    with pytest.warns(UserWarning) as record:
+        model = disk_on_hinge("", actuators)
+        newton_sap.SolverSAP(model)
+    messages = [str(w.message) for w in record]
+    assert [m for m in messages if re.match(r"actuator 2 \(joint '.*axle'\) is driven by control.mujoco.ctrl", m)]
+    assert [m for m in messages if re.match(r"actuator 1 \(joint '.*axle'\) is a MuJoCo servo on a dof", m)]
+    model.joint_target_mode.assign([int(newton.JointTargetMode.VELOCITY)])
+    model.joint_target_kd.assign([10.0])
+    solver = newton_sap.SolverSAP(model)
+    s0, s1 = model.state(), model.state()
+    s0.joint_qd.assign([1.0])
+    solver.step(s0, s1, model.control(), None, 0.01)
+    assert s1.joint_qd.numpy()[0] == pytest.approx(0.04 / (0.04 + 0.01 * 10.0), rel=1e-5)
