@@ -31,6 +31,16 @@ SLOTS_PER_DOF = wp.constant(5)
 MIMIC_JOINT_TYPES = {int(newton.JointType.REVOLUTE), int(newton.JointType.PRISMATIC), int(newton.JointType.D6)}
 
 
+def newton_drive_dofs(model: newton.Model) -> np.ndarray:
+    """Per Newton dof, whether Newton's joint drive acts there: :func:`drive_gains` of its target mode and gains gives
+    a positive gain."""
+    mode = model.joint_target_mode.numpy()
+    ke, kd = model.joint_target_ke.numpy(), model.joint_target_kd.numpy()
+    position = np.isin(mode, (int(newton.JointTargetMode.POSITION), int(newton.JointTargetMode.POSITION_VELOCITY)))
+    velocity = mode == int(newton.JointTargetMode.VELOCITY)
+    return (position & ((ke > 0.0) | (kd > 0.0))) | (velocity & (kd > 0.0))
+
+
 def mimic_couplings(model: newton.Model) -> list[tuple[int, int, float, float]]:
     """Every active mimic coupling of ``model`` as ``(follower joint, leader joint, offset, multiplier)``:
     the enabled rows of Newton's mimic constraints ``constraint_mimic_*`` (how Newton's MJCF importer brings
@@ -213,8 +223,8 @@ def joint_constraint_rows(
     target_q: wp.array(dtype=float),
     target_qd: wp.array(dtype=float),
     joint_act: wp.array(dtype=float),
-    dof_servo_gains: wp.array(dtype=wp.vec2),
-    dof_servo_force: wp.array(dtype=wp.vec2),
+    dof_servo_drive: wp.array(dtype=wp.vec4),
+    dof_servo_effort: wp.array(dtype=wp.vec2),
     v0: wp.array(dtype=float),
     tau: wp.array(dtype=float),
     A_inv_diag: wp.array(dtype=float),
@@ -231,7 +241,7 @@ def joint_constraint_rows(
 ):
     """Drive, limit, friction and mimic rows of dof i, with their velocities ``J v0`` at the step's start. The
     drive is Newton's (``joint_target_*``, feed-forward ``joint_act``) where its gains act, else a MuJoCo servo's
-    (``dof_servo_gains`` ``(Kp, Kd)`` and ``dof_servo_force`` ``(u_ff, e)``, targets 0:
+    (``dof_servo_drive`` ``(Kp, Kd, q_target, v_target)`` and ``dof_servo_effort`` ``(u_ff, e)``:
     ``mujoco_actuation.dof_actuation``) where it has one. A limit side is added when violated or when the step may
     reach it, ``g0 ≤ 2 Δt max(|v0|, |v0 + Δt τ/A_ii|)`` (SAP.md §5's window, v* estimated from diag(A)); the window
     does not see what drives, contacts, mimics or other dofs' forces do, so the sides left out are checked at the
@@ -285,14 +295,14 @@ def joint_constraint_rows(
     u_ff = float(joint_act[p])
     effort = float(joint_effort_limit[p])
     if kp <= 0.0 and kv <= 0.0:  # no Newton drive: a MuJoCo servo's, if any
-        gains = dof_servo_gains[p]
-        servo = dof_servo_force[p]
-        kp = gains[0]
-        kv = gains[1]
-        q_target = 0.0
-        v_target = 0.0
-        u_ff = servo[0]
-        effort = servo[1]
+        servo = dof_servo_drive[p]
+        servo_effort = dof_servo_effort[p]
+        kp = servo[0]
+        kv = servo[1]
+        q_target = servo[2]
+        v_target = servo[3]
+        u_ff = servo_effort[0]
+        effort = servo_effort[1]
     if kp > 0.0 or kv > 0.0:
         R, v_hat = pd_drive_parameters(kp, kv, q0, q_target, v_target, u_ff, dt, w_est)
         write_row(base + i, w, PD_DRIVE, i, 1.0, R, v_hat, dt * effort,

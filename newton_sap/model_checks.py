@@ -15,7 +15,7 @@ import newton
 import numpy as np
 
 from .diagnostics import quat_to_matrix
-from .joint_constraints import NO_LIMIT
+from .joint_constraints import NO_LIMIT, newton_drive_dofs
 from .kinematic_bodies import check_kinematic_bodies
 from .options import SapOptions
 from .topology import (
@@ -29,6 +29,7 @@ from .topology import (
     Topology,
     entity_label,
     entity_list,
+    scalar_tree_dofs,
 )
 
 UNIT_TOLERANCE = 1e-3
@@ -232,18 +233,14 @@ def validate_joint_drives_and_limits(model: newton.Model, topo, options: SapOpti
     Return whether the model has any drive, finite limit or joint friction (then every step solves SAP)."""
     if model.joint_dof_count == 0:
         return False
-    mode = model.joint_target_mode.numpy()
     ke, kd = model.joint_target_ke.numpy(), model.joint_target_kd.numpy()
     effort = model.joint_effort_limit.numpy()
     lower, upper = model.joint_limit_lower.numpy(), model.joint_limit_upper.numpy()
     limit_ke, limit_kd = model.joint_limit_ke.numpy(), model.joint_limit_kd.numpy()
     friction = model.joint_friction.numpy()
-    position_mode = np.isin(mode, [int(newton.JointTargetMode.POSITION), int(newton.JointTargetMode.POSITION_VELOCITY)])
-    velocity_mode = mode == int(newton.JointTargetMode.VELOCITY)
-    driven = (position_mode & ((ke > 0.0) | (kd > 0.0))) | (velocity_mode & (kd > 0.0))  # as drive_gains reads them
+    driven = newton_drive_dofs(model)
     limited = (lower > -NO_LIMIT) | (upper < NO_LIMIT)
-    scalar = np.zeros(model.joint_dof_count, bool)
-    scalar[topo.dof_public[topo.dof_coord >= 0]] = True
+    scalar = scalar_tree_dofs(model, topo)
     dof_joint = np.repeat(np.arange(model.joint_count), model.joint_dof_dim.numpy().sum(axis=1))
     distance_range = limited & (model.joint_type.numpy()[dof_joint] == JOINT_DISTANCE)  # documented as ignored
     damping, stiffness = model.joint_damping.numpy(), model.joint_stiffness.numpy()

@@ -20,14 +20,15 @@ a bias that is none or affine, ``b0 + b1 L + b2 L̇`` with the actuator length `
   ``±joint_effort_limit``;
 * servos (:func:`servo_rows`; ``b1 ≤ 0``, ``b2 ≤ 0``, not both 0: MJCF ``<position>``, ``<velocity>`` and affine
   ``<general>`` servos): ``τ = gear · clamp(g u + b0 + b1 L + b2 L̇, forcerange)``, which is an implicit PD drive on
-  the dof (``constraints/pd_drive.py``) with ``Kp = −b1 gear²``, ``Kd = −b2 gear²`` and the effort range
-  ``gear · forcerange`` within ``±joint_effort_limit``: the SAP problem evaluates it at the step's new velocity
-  and position (MuJoCo's ``implicitfast`` integrator only the velocity term), so stiff servos stay stable at large
-  Δt. An asymmetric range ``[τ_lo, τ_hi]`` is its midpoint, an explicit force, plus a drive clamped to the half
-  width.
+  the dof (``constraints/pd_drive.py``) with ``Kp = −b1 gear²``, ``Kd = −b2 gear²``, its set-point as the target
+  position (``Kp > 0``) or velocity, and the effort range ``gear · forcerange``: the SAP problem evaluates it at the
+  step's new velocity and position (MuJoCo's ``implicitfast`` integrator only the velocity term), so stiff servos
+  stay stable at large Δt. An asymmetric range ``[τ_lo, τ_hi]`` is its midpoint, an explicit force, plus a drive
+  clamped to the half width. MuJoCo clamps the sum of a joint's actuator forces to ``±joint_effort_limit`` (the
+  joint's ``actuatorfrcrange``): so do the motors' sum and, with it, the servo's range.
 
-The other ctrl-driven actuators, a servo on a dof that has Newton's joint drive or an earlier servo, and the drives'
-ranges and ``dampratio`` are named in warnings.
+The other ctrl-driven actuators (also those on dofs outside the trees, of loop-closing joints), a servo on a dof that
+has Newton's joint drive or an earlier servo, and the drives' ranges and ``dampratio`` are named in warnings.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ import newton
 import numpy as np
 import warp as wp
 
-from .topology import JOINT_D6, JOINT_PRISMATIC, JOINT_REVOLUTE, entity_list, name_list
+from .joint_constraints import newton_drive_dofs
+from .topology import Topology, entity_list, name_list, scalar_tree_dofs
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
@@ -85,7 +87,7 @@ def _actuator_names(model: newton.Model, rows: np.ndarray) -> str:
     return name_list(names, len(rows))
 
 
-def warn_mujoco_actuation(model: newton.Model, stacklevel: int) -> None:
+def warn_mujoco_actuation(model: newton.Model, topo: Topology, stacklevel: int) -> None:
     """Warnings naming the MuJoCo actuators driven by ``control.mujoco.ctrl`` that SolverSAP does not apply (neither
     motors nor servos, :func:`motor_rows` and :func:`servo_rows`), the servos it leaves out for a Newton joint drive
     or an earlier servo on their dof, the drives whose MuJoCo force or control range or ``dampratio`` is not
@@ -98,20 +100,21 @@ def warn_mujoco_actuation(model: newton.Model, stacklevel: int) -> None:
     count = model.custom_frequency_counts.get("mujoco:actuator", 0)
     if count and hasattr(mj, "ctrl_source") and hasattr(mj, "actuator_trnid"):
         direct = mj.ctrl_source.numpy()[:count] == CTRL_DIRECT
-        ignored = direct & ~_servo_form(model, count)
-        ignored[motor_rows(model)] = False
+        servo_form = _servo_form(model, topo, count)
+        ignored = direct & ~servo_form
+        ignored[motor_rows(model, topo)] = False
         rows = np.nonzero(ignored)[0]
         if len(rows):
             warnings.warn(
                 f"{_actuator_names(model, rows)} {_verb(rows)} driven by control.mujoco.ctrl, which only SolverMuJoCo "
-                "applies to such actuators; SolverSAP applies the MuJoCo motors and servos alone (a fixed gain, no or "
-                "an affine bias with no positive velocity term (an unresolved dampratio), no activation dynamics, no "
-                "actuator damping or armature, on a hinge or slide dof) and ignores these: drive their joints by "
-                "control.joint_f or Newton's joint targets",
+                "applies to such actuators; SolverSAP applies the MuJoCo motors and servos alone (a fixed gain, no "
+                "bias or an affine one b0 + b1 L + b2 L' with b1 <= 0 and b2 <= 0 (a positive b2 is an unresolved "
+                "dampratio), no activation dynamics, no actuator damping or armature, on a hinge or slide dof of a "
+                "tree joint) and ignores these: drive their joints by control.joint_f or Newton's joint targets",
                 UserWarning,
                 stacklevel=stacklevel,
             )
-        rows = np.setdiff1d(np.nonzero(_servo_form(model, count))[0], servo_rows(model))
+        rows = np.setdiff1d(np.nonzero(servo_form)[0], servo_rows(model, topo))
         if len(rows):
             warnings.warn(
                 f"{_actuator_names(model, rows)} {'is a MuJoCo servo' if len(rows) == 1 else 'are MuJoCo servos'} "
@@ -146,16 +149,16 @@ def warn_mujoco_actuation(model: newton.Model, stacklevel: int) -> None:
             )
 
 
-def _scalar_actuators(model: newton.Model, count: int) -> np.ndarray:
-    """Per actuator, whether it is driven by ``control.mujoco.ctrl`` (CTRL_DIRECT) on one dof of a REVOLUTE,
-    PRISMATIC or D6 joint (a ``joint`` or ``jointinparent`` transmission on a hinge or slide) with no activation
-    dynamics, a fixed gain and no actuator damping or armature: the form of the motors and servos."""
+def _scalar_actuators(model: newton.Model, topo: Topology, count: int) -> np.ndarray:
+    """Per actuator, whether it is driven by ``control.mujoco.ctrl`` (CTRL_DIRECT) on one scalar dof of a tree
+    joint (a ``joint`` or ``jointinparent`` transmission on a hinge or slide of a REVOLUTE, PRISMATIC or D6 joint,
+    :func:`topology.scalar_tree_dofs`) with no activation dynamics, a fixed gain and no actuator damping or armature:
+    the form of the motors and servos."""
     mj = model.mujoco
     dof = mj.actuator_trnid.numpy()[:count, 0]
     on_joint = np.isin(mj.actuator_trntype.numpy()[:count], (TRN_JOINT, TRN_JOINT_IN_PARENT))
     on_dof = on_joint & (dof >= 0) & (dof < model.joint_dof_count)
-    joint = np.searchsorted(model.joint_qd_start.numpy(), np.where(on_dof, dof, 0), side="right") - 1
-    scalar = np.isin(model.joint_type.numpy()[joint], (JOINT_REVOLUTE, JOINT_PRISMATIC, JOINT_D6))
+    scalar = scalar_tree_dofs(model, topo)[np.where(on_dof, dof, 0)]
     form = (mj.ctrl_source.numpy()[:count] == CTRL_DIRECT) & on_dof & scalar
     form &= mj.actuator_dyntype.numpy()[:count] == DYN_NONE
     form &= mj.actuator_gaintype.numpy()[:count] == GAIN_FIXED
@@ -165,7 +168,7 @@ def _scalar_actuators(model: newton.Model, count: int) -> np.ndarray:
     return form
 
 
-def _has_mujoco_actuators(model: newton.Model) -> int:
+def _actuator_count(model: newton.Model) -> int:
     """How many MuJoCo actuators ``model`` holds with the attributes these functions read (0 without them)."""
     mj = getattr(model, "mujoco", None)
     count = model.custom_frequency_counts.get("mujoco:actuator", 0) if mj is not None else 0
@@ -174,21 +177,21 @@ def _has_mujoco_actuators(model: newton.Model) -> int:
     return count
 
 
-def motor_rows(model: newton.Model) -> np.ndarray:
+def motor_rows(model: newton.Model, topo: Topology) -> np.ndarray:
     """Rows of ``model.mujoco``'s actuators that SolverSAP applies as motors: the form of :func:`_scalar_actuators`
     with no bias or an affine bias ``b0`` alone (MJCF ``<motor>``, or a ``<general>`` of that form). Empty for a
     model without Newton's MuJoCo attributes."""
-    count = _has_mujoco_actuators(model)
+    count = _actuator_count(model)
     if not count:
         return np.zeros(0, np.int32)
     mj = model.mujoco
     bias_type = mj.actuator_biastype.numpy()[:count]
     bias = mj.actuator_biasprm.numpy()[:count]
     constant = (bias_type == BIAS_NONE) | ((bias_type == BIAS_AFFINE) & (bias[:, 1] == 0.0) & (bias[:, 2] == 0.0))
-    return np.nonzero(_scalar_actuators(model, count) & constant)[0].astype(np.int32)
+    return np.nonzero(_scalar_actuators(model, topo, count) & constant)[0].astype(np.int32)
 
 
-def _servo_form(model: newton.Model, count: int) -> np.ndarray:
+def _servo_form(model: newton.Model, topo: Topology, count: int) -> np.ndarray:
     """Per actuator, whether it has a servo's form: that of :func:`_scalar_actuators` with an affine bias whose
     position and velocity terms ``b1``, ``b2`` are ≤ 0 and not both 0 (a positive ``b2`` is an unresolved
     ``dampratio``, Newton's importer's and MuJoCo's convention before compiling)."""
@@ -198,31 +201,22 @@ def _servo_form(model: newton.Model, count: int) -> np.ndarray:
     bias = mj.actuator_biasprm.numpy()[:count]
     affine = mj.actuator_biastype.numpy()[:count] == BIAS_AFFINE
     servo = affine & (bias[:, 1] <= 0.0) & (bias[:, 2] <= 0.0) & ((bias[:, 1] < 0.0) | (bias[:, 2] < 0.0))
-    return _scalar_actuators(model, count) & servo
+    return _scalar_actuators(model, topo, count) & servo
 
 
-def _newton_drive_dofs(model: newton.Model) -> np.ndarray:
-    """Per dof, whether Newton's joint drive acts there (the gains its target mode uses, ``drive_gains``)."""
-    mode = model.joint_target_mode.numpy()
-    ke, kd = model.joint_target_ke.numpy(), model.joint_target_kd.numpy()
-    position = np.isin(mode, (int(newton.JointTargetMode.POSITION), int(newton.JointTargetMode.POSITION_VELOCITY)))
-    velocity = position | (mode == int(newton.JointTargetMode.VELOCITY))
-    return (position & (ke > 0.0)) | (velocity & (kd > 0.0))
-
-
-def servo_rows(model: newton.Model) -> np.ndarray:
+def servo_rows(model: newton.Model, topo: Topology) -> np.ndarray:
     """Rows of ``model.mujoco``'s actuators that SolverSAP applies as servos (implicit PD drives, see the module): a
     servo's form (:func:`_servo_form`; MJCF ``<position>``/``<velocity>`` driven by ctrl, an affine ``<general>``),
-    the first on its dof, on a dof without Newton's joint drive (which takes the dof's one drive row). Empty for a
-    model without Newton's MuJoCo attributes."""
-    count = _has_mujoco_actuators(model)
-    rows = np.nonzero(_servo_form(model, count))[0]
+    the first on its dof, on a dof without Newton's joint drive (which takes the dof's one drive row), in the order
+    of their dofs. Empty for a model without Newton's MuJoCo attributes."""
+    count = _actuator_count(model)
+    rows = np.nonzero(_servo_form(model, topo, count))[0]
     if not len(rows):
         return np.zeros(0, np.int32)
     dof = model.mujoco.actuator_trnid.numpy()[rows, 0]
     _, first = np.unique(dof, return_index=True)
     rows, dof = rows[first], dof[first]
-    return rows[~_newton_drive_dofs(model)[dof]].astype(np.int32)
+    return rows[~newton_drive_dofs(model)[dof]].astype(np.int32)
 
 
 @wp.func
@@ -314,69 +308,82 @@ def dof_actuation(
     dof_motor_f: wp.array(dtype=float),
     # outputs
     joint_f_out: wp.array(dtype=float),
-    dof_servo_gains_out: wp.array(dtype=wp.vec2),
-    dof_servo_force_out: wp.array(dtype=wp.vec2),
+    dof_servo_drive_out: wp.array(dtype=wp.vec4),
+    dof_servo_effort_out: wp.array(dtype=wp.vec2),
 ):
-    """Per dof i with effort limit e (``joint_effort_limit``, SolverMuJoCo's joint actuator force range: MuJoCo
-    clamps there the sum of the joint's actuator forces, here its motors' and its servo's apart):
+    """Per dof i with effort limit e (``joint_effort_limit``, SolverMuJoCo's joint actuator force range, which clamps
+    the sum of the joint's actuator forces ``m + τ``: the motors' ``m`` and the servo's ``τ``):
 
-    * ``joint_f_out = joint_f + clamp(motors, ±e) + τ_mid``;
+    * ``joint_f_out = joint_f + m + τ_mid`` with ``m`` the motors' sum clamped to ``±e``;
     * its servo k (``dof_servo``, -1 for none) with gear s, bias ``(b0, b1, b2)`` and ``a = g u + b0``, the force
-      ``τ = s clamp(a + b1 s (q + ref) + b2 s q̇, forcerange)`` as a PD drive on the dof: gains
-      ``(Kp, Kd) = (−b1 s², −b2 s²)`` [N·m/rad, N·m·s/rad or N/m, N·s/m], and ``(u_ff, e_half)``: the drive's force
-      at ``q = q̇ = 0`` less the midpoint ``τ_mid`` of its effort range ``[τ_lo, τ_hi]`` (``s · forcerange`` within
-      ``±e``), and that range's half width; ``(0, 0)`` and ``(0, 0)`` without a servo. A control that is not finite
-      makes ``joint_f_out`` NaN, which flags its world failed."""
+      ``τ = s clamp(a + b1 s (q + ref) + b2 s q̇, forcerange)`` as a PD drive on the dof ``Kp (q_t − q) + Kd (v_t −
+      q̇) + u_ff``: ``dof_servo_drive = (Kp, Kd, q_t, v_t)`` with ``(Kp, Kd) = (−b1 s², −b2 s²)`` [N·m/rad,
+      N·m·s/rad or N/m, N·s/m] and the set-point ``u0 = s (a + b1 s ref)`` (the force at ``q = q̇ = 0``) as a target,
+      ``q_t = u0 / Kp`` (or ``v_t = u0 / Kd`` for ``Kp = 0``), so the drive's near-rigid rescaling of its gains keeps
+      it; ``dof_servo_effort = (u_ff, e_half)``: ``u_ff = −τ_mid`` with ``[τ_lo, τ_hi]`` its range ``s ·
+      forcerange`` within ``[−e − m, e − m]`` and ``τ_mid`` its midpoint, ``e_half`` its half width; zeros without a
+      servo. A control that is not finite makes ``joint_f_out`` NaN, which flags its world failed."""
     i = wp.tid()
     e = joint_effort_limit[i]
     motor = dof_motor_f[i]
     if wp.isfinite(motor):  # a NaN stays NaN (its world is flagged failed), not a bound
         motor = wp.clamp(motor, -e, e)
     f = joint_f[i] + motor
-    gains = wp.vec2(0.0)
-    servo = wp.vec2(0.0)
+    drive = wp.vec4(0.0)
+    effort = wp.vec2(0.0)
     k = dof_servo[i]
     if k >= 0:
         s = gear[k][0]
         b = biasprm[k]
         a = control_force(k, clamp_ctrl, ctrl, gainprm, biastype, biasprm, ctrllimited, has_ctrlrange, ctrlrange)
-        mid = float(0.0)
-        half = e
+        lo = -e - motor
+        hi = e - motor
         if forcelimited[k] == LIMITED or (forcelimited[k] == AUTO and has_forcerange[k] != 0):
             bounds = forcerange[k]
-            lo = wp.clamp(wp.min(s * bounds[0], s * bounds[1]), -e, e)
-            hi = wp.clamp(wp.max(s * bounds[0], s * bounds[1]), -e, e)
+            narrowed_lo = wp.clamp(wp.min(s * bounds[0], s * bounds[1]), lo, hi)
+            narrowed_hi = wp.clamp(wp.max(s * bounds[0], s * bounds[1]), lo, hi)
+            lo = narrowed_lo
+            hi = narrowed_hi
+        mid = float(0.0)
+        half = hi - lo  # infinite: no effort limit and no force range
+        if wp.isfinite(half):
             mid = 0.5 * (lo + hi)
-            half = 0.5 * (hi - lo)
-        gains = wp.vec2(-b[1] * s * s, -b[2] * s * s)
-        servo = wp.vec2(s * (a + b[1] * s * dof_ref[i]) - mid, half)
+            half = 0.5 * half
+        kp = -b[1] * s * s
+        kd = -b[2] * s * s
+        u0 = s * (a + b[1] * s * dof_ref[i])
+        if kp > 0.0:
+            drive = wp.vec4(kp, kd, u0 / kp, 0.0)
+        else:
+            drive = wp.vec4(kp, kd, 0.0, u0 / kd)
+        effort = wp.vec2(-mid, half)
         f += mid
         if not wp.isfinite(a):
             f = a
     joint_f_out[i] = f
-    dof_servo_gains_out[i] = gains
-    dof_servo_force_out[i] = servo
+    dof_servo_drive_out[i] = drive
+    dof_servo_effort_out[i] = effort
 
 
 class MujocoActuators:
     """The MuJoCo motors and servos of a model with Newton's MuJoCo actuators (:func:`motor_rows`,
     :func:`servo_rows`; refreshed in place by :meth:`refresh`), the buffers of ``joint_f`` plus the motors' forces,
-    and the servos' drive parameters per dof, written into the arrays given (``dynamics``' joint rows read them)."""
+    and the servos' drive parameters per dof, written into the arrays given (``joint_constraints``' rows read them)."""
 
-    def __init__(self, model: newton.Model, dof_servo_gains: wp.array, dof_servo_force: wp.array):
+    def __init__(self, model: newton.Model, topo: Topology, dof_servo_drive: wp.array, dof_servo_effort: wp.array):
         self.model = model
+        self.topo = topo
         self.count = model.custom_frequency_counts["mujoco:actuator"]
         device = model.device
         ndof = max(model.joint_dof_count, 1)
         self.is_motor = wp.zeros(self.count, dtype=wp.int32, device=device)
         self.dof_servo = wp.full(ndof, -1, dtype=wp.int32, device=device)
         self.zero_ctrl = wp.zeros(self.count, dtype=float, device=device)
-        dof_ref = getattr(model.mujoco, "dof_ref", None)
-        self.dof_ref = dof_ref if dof_ref is not None else wp.zeros(ndof, dtype=float, device=device)
+        self.zero_dof_ref = wp.zeros(ndof, dtype=float, device=device)  # for a model without model.mujoco.dof_ref
         self.dof_motor_f = wp.zeros(ndof, dtype=float, device=device)
         self.joint_f = wp.zeros(ndof, dtype=float, device=device)
-        self.dof_servo_gains = dof_servo_gains
-        self.dof_servo_force = dof_servo_force
+        self.dof_servo_drive = dof_servo_drive
+        self.dof_servo_effort = dof_servo_effort
         self.any = False
         self.any_servo = False
         self.clamp_ctrl = 1
@@ -386,7 +393,7 @@ class MujocoActuators:
         """Re-read which actuators are motors and servos and MuJoCo's ``clampctrl`` flag (after
         ``notify_model_changed`` with actuator, joint dof or model properties)."""
         mj = self.model.mujoco
-        motors, servos = motor_rows(self.model), servo_rows(self.model)
+        motors, servos = motor_rows(self.model, self.topo), servo_rows(self.model, self.topo)
         flags = np.zeros(self.count, np.int32)
         flags[motors] = 1
         self.is_motor.assign(flags)
@@ -396,8 +403,8 @@ class MujocoActuators:
         self.any_servo = bool(len(servos))
         self.any = bool(len(motors)) or self.any_servo
         if not self.any_servo:
-            self.dof_servo_gains.zero_()
-            self.dof_servo_force.zero_()
+            self.dof_servo_drive.zero_()
+            self.dof_servo_effort.zero_()
         clampctrl = getattr(mj, "flag_clampctrl", None)
         self.clamp_ctrl = int(clampctrl is None or bool(clampctrl.numpy().all()))
 
@@ -418,6 +425,7 @@ class MujocoActuators:
         ranges = [mj.actuator_ctrllimited, mj.actuator_has_ctrlrange, mj.actuator_ctrlrange, mj.actuator_forcelimited,
                   mj.actuator_has_forcerange, mj.actuator_forcerange]  # fmt: skip
         bias = [mj.actuator_biastype, mj.actuator_biasprm]
+        dof_ref = getattr(mj, "dof_ref", None)
         self.dof_motor_f.zero_()
         wp.launch(
             add_motor_forces,
@@ -430,19 +438,20 @@ class MujocoActuators:
         wp.launch(
             dof_actuation,
             dim=model.joint_dof_count,
-            inputs=[model.joint_effort_limit, self.dof_servo, self.dof_ref, mj.actuator_gear, mj.actuator_gainprm,
-                    *bias, *ranges, self.clamp_ctrl, ctrl, joint_f, self.dof_motor_f],
-            outputs=[self.joint_f, self.dof_servo_gains, self.dof_servo_force],
+            inputs=[model.joint_effort_limit, self.dof_servo, dof_ref if dof_ref is not None else self.zero_dof_ref,
+                    mj.actuator_gear, mj.actuator_gainprm, *bias, *ranges, self.clamp_ctrl, ctrl, joint_f,
+                    self.dof_motor_f],
+            outputs=[self.joint_f, self.dof_servo_drive, self.dof_servo_effort],
             device=model.device,
         )  # fmt: skip
         return self.joint_f
 
 
 def mujoco_actuators(
-    model: newton.Model, dof_servo_gains: wp.array, dof_servo_force: wp.array
+    model: newton.Model, topo: Topology, dof_servo_drive: wp.array, dof_servo_effort: wp.array
 ) -> MujocoActuators | None:
     """:class:`MujocoActuators` for a model with Newton's MuJoCo actuators (writing the servos' drive parameters into
     the arrays given, per dof), else None."""
-    if not _has_mujoco_actuators(model):
+    if not _actuator_count(model):
         return None
-    return MujocoActuators(model, dof_servo_gains, dof_servo_force)
+    return MujocoActuators(model, topo, dof_servo_drive, dof_servo_effort)

@@ -1069,7 +1069,7 @@ class SapSolver:
     ``_allocate_constraints``). The Newton loop is a ``wp.capture_while`` on a device flag (see the module doc); CG in
     PCG worlds runs inside one kernel."""
 
-    def __init__(self, topology, device_topology, device, options):
+    def __init__(self, topology, device_topology, device, options, public_dof_count: int):
         self.topo = topology
         self.T = device_topology
         self.device = device
@@ -1170,10 +1170,10 @@ class SapSolver:
         self.model_constraints = False
         self.dof_mimic_leader = wp.full(max(topology.dof_count, 1), -1, dtype=wp.int32, device=device)
         self.dof_mimic_coeffs = zeros(max(topology.dof_count, 1), wp.vec2)
-        # MuJoCo servos' drive gains (Kp, Kd) and (u_ff, effort limit) per Newton dof (index in joint_qd), zero where
-        # none: sized by SolverSAP, written by its mujoco_actuation.MujocoActuators
-        self.dof_servo_gains = None
-        self.dof_servo_force = None
+        # MuJoCo servos' drives (Kp, Kd, q_target, v_target) and (u_ff, effort limit) per Newton dof (index in
+        # joint_qd), zero where none (mujoco_actuation.dof_actuation)
+        self.dof_servo_drive = zeros(max(public_dof_count, 1), wp.vec4)
+        self.dof_servo_effort = zeros(max(public_dof_count, 1), wp.vec2)
         self.loop_equality_row = None  # per loop joint, its MuJoCo equality row or -1 (read_equality_rows)
         self.equality_enabled = None  # the rows' enabled flags, read every step
         self.capacity = -1
@@ -1321,7 +1321,7 @@ class SapSolver:
                     model.joint_limit_upper, model.joint_limit_ke, model.joint_limit_kd, model.joint_friction,
                     self.dof_mimic_leader, self.dof_mimic_coeffs, limit_k, o.joint_limit_dissipation_time,
                     o.friction_regularization, n_contacts, dt, state.joint_q, control.joint_target_q,
-                    control.joint_target_qd, joint_act, self.dof_servo_gains, self.dof_servo_force, v0, tau,
+                    control.joint_target_qd, joint_act, self.dof_servo_drive, self.dof_servo_effort, v0, tau,
                     A_inv_diag,
                 ],
                 outputs=[self.c_world, self.c_kind, self.c_R, self.c_vhat, self.c_param, self.c_nnz, self.c_dof,

@@ -203,13 +203,11 @@ class SolverSAP(newton.solvers.SolverBase):
         self._scratch_body_qd = zeros(nb, wp.spatial_vector)
         self._subtree_wrench = zeros(nb, wp.spatial_vector)  # BODY_PARENT_F's sums (observables.py)
         self._static_tables(topo, device)
-        self._sap = SapSolver(topo, self._topo, device, self.options)
+        self._sap = SapSolver(topo, self._topo, device, self.options, model.joint_dof_count)
         self._sap.read_equality_rows(model)
         self._dense_blocks_used = int(not self._tree_ldlt or self._sap.uses_pcg)  # free motion, PCG
-        self._sap.dof_servo_gains = zeros(max(model.joint_dof_count, 1), wp.vec2)
-        self._sap.dof_servo_force = zeros(max(model.joint_dof_count, 1), wp.vec2)
         # MuJoCo motors and servos driven by control.mujoco.ctrl (added to joint_f, drive rows)
-        self._actuators = mujoco_actuators(model, self._sap.dof_servo_gains, self._sap.dof_servo_force)
+        self._actuators = mujoco_actuators(model, topo, self._sap.dof_servo_drive, self._sap.dof_servo_effort)
         self._joint_rows = False  # any drive, finite limit or joint friction (_validate_joint_drives_and_limits)
         self._mimic_rows = False  # any mimic coupling
 
@@ -237,9 +235,9 @@ class SolverSAP(newton.solvers.SolverBase):
         if flags & F.CONSTRAINT_PROPERTIES:
             warn_mujoco_only_rows(model, stacklevel=4)  # the SolverSAP(...) or notify_model_changed call
             warn_soft_rows(model, stacklevel=4)
-        if flags & F.ACTUATOR_PROPERTIES:
-            warn_mujoco_actuation(model, stacklevel=4)
-        actuation = F.ACTUATOR_PROPERTIES | F.MODEL_PROPERTIES | F.JOINT_DOF_PROPERTIES  # servos give way to drives
+        if flags & (F.ACTUATOR_PROPERTIES | F.JOINT_DOF_PROPERTIES):  # servos give way to Newton's drives
+            warn_mujoco_actuation(model, topo, stacklevel=4)
+        actuation = F.ACTUATOR_PROPERTIES | F.MODEL_PROPERTIES | F.JOINT_DOF_PROPERTIES
         if flags & actuation and self._actuators is not None:
             self._actuators.refresh()
         if flags & (F.CONSTRAINT_PROPERTIES | F.JOINT_PROPERTIES):

@@ -153,6 +153,14 @@ class Topology:
         return len(self.tree_dof_start)
 
 
+def scalar_tree_dofs(model, topo: Topology) -> np.ndarray:
+    """Per Newton dof of ``model``, whether it is a scalar-coordinate dof of a tree joint (REVOLUTE, PRISMATIC, D6):
+    those that drives, limits, joint friction and MuJoCo's joint actuators act on."""
+    scalar = np.zeros(model.joint_dof_count, bool)
+    scalar[topo.dof_public[topo.dof_coord >= 0]] = True
+    return scalar
+
+
 def build_topology(
     model: newton.Model, dense_max_dofs: int = 64, dense_world_max_dofs: int = 64, block_cholesky_max_dofs: int = 512
 ) -> Topology:

@@ -17,15 +17,39 @@ pytest.importorskip("mujoco")
 ZERO_GRAVITY = (0.0, 0.0, 0.0)
 
 
+def mujoco_builder(gravity=None) -> newton.ModelBuilder:
+    """A builder with SolverMuJoCo's custom attributes (which ``add_mjcf`` fills), ``gravity`` (default: Newton's)."""
+    b = newton.ModelBuilder() if gravity is None else newton.ModelBuilder(gravity=gravity)
+    newton.solvers.SolverMuJoCo.register_custom_attributes(b)
+    return b
+
+
+def mjcf_model(mjcf: str, worlds: int = 1, gravity=None, **add_mjcf_options) -> newton.Model:
+    """``worlds`` copies of the MJCF model ``mjcf`` (text or a path), with SolverMuJoCo's custom attributes."""
+    one = mujoco_builder(gravity)
+    one.add_mjcf(mjcf, **add_mjcf_options)
+    if worlds == 1:
+        return one.finalize()
+    scene = mujoco_builder(gravity)
+    scene.replicate(one, worlds)
+    return scene.finalize()
+
+
+def hold_ctrl(model, solver, ctrl, dt: float, steps: int):
+    """The state after ``steps`` steps of ``dt`` from the model's initial state with ``control.mujoco.ctrl = ctrl``."""
+    s0, s1 = model.state(), model.state()
+    control = model.control()
+    control.mujoco.ctrl.assign(np.asarray(ctrl, np.float32))
+    for _ in range(steps):
+        solver.step(s0, s1, control, None, dt)
+        s0, s1 = s1, s0
+    return s0
+
+
 def ant_scene(worlds: int) -> newton.Model:
     """Newton's MJCF ant (8 hinge motors, gear 15, ctrlrange ±1) 1 m up, no gravity, ``worlds`` copies."""
-    ant = newton.ModelBuilder(gravity=ZERO_GRAVITY)
-    newton.solvers.SolverMuJoCo.register_custom_attributes(ant)
-    ant.add_mjcf(newton.examples.get_asset("nv_ant.xml"), xform=wp.transform((0.0, 0.0, 1.0), wp.quat_identity()))
-    scene = newton.ModelBuilder(gravity=ZERO_GRAVITY)
-    newton.solvers.SolverMuJoCo.register_custom_attributes(scene)
-    scene.replicate(ant, worlds)
-    return scene.finalize()
+    xform = wp.transform((0.0, 0.0, 1.0), wp.quat_identity())
+    return mjcf_model(newton.examples.get_asset("nv_ant.xml"), worlds, ZERO_GRAVITY, xform=xform)
 
 
 def step_from_mid_range(model, solver, ctrl, dt=1e-3):
@@ -78,10 +102,7 @@ def disk_mjcf(joint_attributes: str = "", actuator: str = "", option: str = "") 
 
 def disk_on_hinge(joint_attributes: str = "", actuator: str = "", option: str = "") -> newton.Model:
     """The model of :func:`disk_mjcf`."""
-    b = newton.ModelBuilder(gravity=ZERO_GRAVITY)
-    newton.solvers.SolverMuJoCo.register_custom_attributes(b)
-    b.add_mjcf(disk_mjcf(joint_attributes, actuator, option))
-    return b.finalize()
+    return mjcf_model(disk_mjcf(joint_attributes, actuator, option), gravity=ZERO_GRAVITY)
 
 
 def spin_after_one_step(model, ctrl, dt=0.01):
@@ -144,10 +165,7 @@ def test_gravity_compensation_moves_an_arm_as_mujoco_does():
     """A three-link arm whose links cancel 0, 1 and ½ of their weight (``gravcomp``) and a ball cancelling ¼ of its
     own, released from rest under gravity: one step of 1 ms gives MuJoCo's velocities (CPU build through
     SolverMuJoCo, contacts off); the ball falls at ¾ g (closed form)."""
-    b = newton.ModelBuilder()
-    newton.solvers.SolverMuJoCo.register_custom_attributes(b)
-    b.add_mjcf(GRAVCOMP_MJCF)
-    model = b.finalize()
+    model = mjcf_model(GRAVCOMP_MJCF)
     velocities = []
     mujoco_cpu = newton.solvers.SolverMuJoCo(model, use_mujoco_cpu=True, disable_contacts=True)
     for solver in (newton_sap.SolverSAP(model), mujoco_cpu):
@@ -270,10 +288,7 @@ def test_servos_move_an_arm_as_mujoco_does_to_first_order_in_dt():
     three are driven by ctrl: after 0.4 s from rest the state differs from MuJoCo's (CPU build through SolverMuJoCo)
     by O(Δt), SolverSAP's implicit position term against MuJoCo's explicit one: 1.01e-2 at Δt = 1 ms, half that at
     0.5 ms (a wrong ref, gear or sign would leave an O(1) gap)."""
-    b = newton.ModelBuilder()
-    newton.solvers.SolverMuJoCo.register_custom_attributes(b)
-    b.add_mjcf(SERVO_ARM, ctrl_direct=True)
-    model = b.finalize()
+    model = mjcf_model(SERVO_ARM, ctrl_direct=True)
     gaps = []
     for dt in (1e-3, 5e-4):
         states = []
@@ -281,13 +296,8 @@ def test_servos_move_an_arm_as_mujoco_does_to_first_order_in_dt():
             newton_sap.SolverSAP(model),
             newton.solvers.SolverMuJoCo(model, use_mujoco_cpu=True, disable_contacts=True),
         ):
-            s0, s1 = model.state(), model.state()
-            control = model.control()
-            control.mujoco.ctrl.assign([0.8, -0.5, 0.3])
-            for _ in range(round(0.4 / dt)):
-                solver.step(s0, s1, control, None, dt)
-                s0, s1 = s1, s0
-            states.append(np.concatenate([s0.joint_q.numpy(), s0.joint_qd.numpy()]))
+            state = hold_ctrl(model, solver, [0.8, -0.5, 0.3], dt, round(0.4 / dt))
+            states.append(np.concatenate([state.joint_q.numpy(), state.joint_qd.numpy()]))
         gaps.append(np.abs(states[0] - states[1]).max())
     assert gaps[0] < 1.1e-2 and gaps[1] < 0.55 * gaps[0], gaps
 
@@ -306,59 +316,80 @@ def test_a_stiff_position_servo_holds_a_link_against_gravity():
   <actuator><general joint="pivot" gainprm="2000" biastype="affine" biasprm="0 -2000 -20"/></actuator>
 </mujoco>
 """
-    b = newton.ModelBuilder()
-    newton.solvers.SolverMuJoCo.register_custom_attributes(b)
-    b.add_mjcf(mjcf)
-    model = b.finalize()
-    solver = newton_sap.SolverSAP(model)
-    s0, s1 = model.state(), model.state()
-    control = model.control()
-    control.mujoco.ctrl.assign([0.6])
-    for _ in range(150):
-        solver.step(s0, s1, control, None, 0.02)
-        s0, s1 = s1, s0
-    q = float(s0.joint_q.numpy()[0])
-    assert abs(float(s0.joint_qd.numpy()[0])) < 1e-5
+    model = mjcf_model(mjcf)
+    state = hold_ctrl(model, newton_sap.SolverSAP(model), [0.6], 0.02, 150)
+    q = float(state.joint_q.numpy()[0])
+    assert abs(float(state.joint_qd.numpy()[0])) < 1e-5
     assert 2000.0 * (0.6 - q) == pytest.approx(9.81 * 0.25 * np.cos(q), abs=1e-4)
 
 
 def test_a_non_finite_servo_control_fails_its_world_alone():
     """Two disk worlds with the servo, a NaN control in world 0: world 0 is flagged failed, world 1 steps as alone."""
-    disk = newton.ModelBuilder(gravity=ZERO_GRAVITY)
-    newton.solvers.SolverMuJoCo.register_custom_attributes(disk)
-    disk.add_mjcf(disk_mjcf('ref="20"', SERVO))
-    scene = newton.ModelBuilder(gravity=ZERO_GRAVITY)
-    newton.solvers.SolverMuJoCo.register_custom_attributes(scene)
-    scene.replicate(disk, 2)
-    model = scene.finalize()
+    model = mjcf_model(disk_mjcf('ref="20"', SERVO), 2, ZERO_GRAVITY)
     spins = []
     for ctrl in ([0.3, 0.3], [np.nan, 0.3]):
         solver = newton_sap.SolverSAP(model)
-        s0, s1 = model.state(), model.state()
-        control = model.control()
-        control.mujoco.ctrl.assign(ctrl)
-        solver.step(s0, s1, control, None, 0.01)
-        spins.append(s1.joint_qd.numpy())
+        spins.append(hold_ctrl(model, solver, ctrl, 0.01, 1).joint_qd.numpy())
     assert solver.stats.failed.tolist() == [True, False]
     assert spins[1][1] == spins[0][1] != 0.0
 
 
 def test_servos_left_out_are_named_and_a_newton_drive_takes_their_dof():
     """A second servo on the disk's hinge and one with an unresolved ``dampratio`` are named; so is a servo on a dof
-    that has Newton's joint drive, which acts in its place (a 10 N·m·s/rad velocity drive at 0 stops the disk
-    spinning at 1 rad/s to ``I v0 / (I + Δt Kd)``)."""
+    that gains Newton's joint drive (``notify_model_changed``), which then acts in its place (a 10 N·m·s/rad velocity
+    drive at 0 stops the disk spinning at 1 rad/s to ``I v0 / (I + Δt Kd)``)."""
     actuators = SERVO + '<general joint="axle" gainprm="5" biastype="affine" biasprm="0 -5 0"/>'
     actuators += '<general joint="axle" gainprm="5" biastype="affine" biasprm="0 -5 1"/>'
     with pytest.warns(UserWarning) as record:
         model = disk_on_hinge("", actuators)
-        newton_sap.SolverSAP(model)
+        solver = newton_sap.SolverSAP(model)
     messages = [str(w.message) for w in record]
     assert [m for m in messages if re.match(r"actuator 2 \(joint '.*axle'\) is driven by control.mujoco.ctrl", m)]
     assert [m for m in messages if re.match(r"actuator 1 \(joint '.*axle'\) is a MuJoCo servo on a dof", m)]
     model.joint_target_mode.assign([int(newton.JointTargetMode.VELOCITY)])
     model.joint_target_kd.assign([10.0])
-    solver = newton_sap.SolverSAP(model)
+    with pytest.warns(UserWarning, match=r"actuator 0 \(joint '.*axle'\), actuator 1 .* are MuJoCo servos on a dof"):
+        solver.notify_model_changed(newton.ModelFlags.JOINT_DOF_PROPERTIES)
     s0, s1 = model.state(), model.state()
     s0.joint_qd.assign([1.0])
     solver.step(s0, s1, model.control(), None, 0.01)
     assert s1.joint_qd.numpy()[0] == pytest.approx(0.04 / (0.04 + 0.01 * 10.0), rel=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("gain", "bias", "ctrl", "settled", "value"),
+    [("1e7", "0 -1e7 -1e5", 0.5, "joint_q", 0.5), ("1e6", "0 0 -1e6", 1.0, "joint_qd", 1.0)],
+)
+def test_near_rigid_servos_keep_their_set_point(gain, bias, ctrl, settled, value):
+    """Servos too stiff for Δt = 0.01 on the disk (Kp = 1e7 N·m/rad, or a velocity servo of Kd = 1e6 N·m·s/rad): the
+    drive's near-rigid rescaling softens their gains, and they still settle at their set-point (the review measured
+    q = 9.5 for 0.5 and q̇ = 63 for 1 when the set-point was a feed-forward force, which the rescaling left as it
+    was)."""
+    model = disk_on_hinge("", f'<general joint="axle" gainprm="{gain}" biastype="affine" biasprm="{bias}"/>')
+    state = hold_ctrl(model, newton_sap.SolverSAP(model), [ctrl], 0.01, 100)
+    assert float(getattr(state, settled).numpy()[0]) == pytest.approx(value, rel=1e-4)
+
+
+def test_motors_and_a_servo_share_the_joints_effort_limit():
+    """``actuatorfrcrange="-1 1"`` on the disk's hinge with a motor at 0.8 N·m and a servo pulling hard the same way:
+    MuJoCo clamps their sum to 1 N·m, and so does SolverSAP (the servo's range narrowed by the motors' torque; the
+    review measured 1.8 when each was clamped apart)."""
+    actuators = '<motor joint="axle"/><general joint="axle" gainprm="30" biastype="affine" biasprm="0 -30 -2"/>'
+    model = disk_on_hinge('actuatorfrcrange="-1 1"', actuators)
+    assert spin_after_one_step(model, [0.8, 5.0]) == pytest.approx(0.01 * 1.0 / 0.04, rel=1e-5)
+    assert spin_after_one_step(model, [0.8, -5.0]) == pytest.approx(0.01 * -1.0 / 0.04, rel=1e-5)
+
+
+def test_a_servo_on_a_loop_closing_joint_is_named():
+    """A servo whose dof belongs to a loop-closing joint (not one of the solver's tree dofs): named, not applied."""
+    b = mujoco_builder(ZERO_GRAVITY)
+    b.add_mjcf(disk_mjcf("", '<general joint="axle" gainprm="30" biastype="affine" biasprm="0 -30 -2"/>'))
+    link = b.add_link(mass=1.0, inertia=wp.mat33(np.eye(3) * 0.01))
+    b.add_articulation([b.add_joint_revolute(-1, link, axis=(0.0, 0.0, 1.0))])
+    b.add_joint_revolute(link, 0, axis=(0.0, 0.0, 1.0))  # closes a loop: the disk has its own hinge
+    model = b.finalize()
+    trnid = model.mujoco.actuator_trnid.numpy()
+    trnid[0, 0] = 2  # the loop joint's dof
+    model.mujoco.actuator_trnid.assign(trnid)
+    with pytest.warns(UserWarning, match=r"actuator 0 .* is driven by control.mujoco.ctrl"):
+        newton_sap.SolverSAP(model)
