@@ -225,6 +225,7 @@ def joint_constraint_rows(
     joint_act: wp.array(dtype=float),
     dof_servo_drive: wp.array(dtype=wp.vec4),
     dof_servo_effort: wp.array(dtype=wp.vec2),
+    dof_dampratio_kd: wp.array(dtype=float),
     v0: wp.array(dtype=float),
     tau: wp.array(dtype=float),
     A_inv_diag: wp.array(dtype=float),
@@ -240,8 +241,9 @@ def joint_constraint_rows(
     c_vc: wp.array(dtype=wp.vec3),
 ):
     """Drive, limit, friction and mimic rows of dof i, with their velocities ``J v0`` at the step's start. The
-    drive is Newton's (``joint_target_*``, feed-forward ``joint_act``) where its gains act, else a MuJoCo servo's
-    (``dof_servo_drive`` ``(Kp, Kd, q_target, v_target)`` and ``dof_servo_effort`` ``(u_ff, e)``:
+    drive is Newton's (``joint_target_*``, feed-forward ``joint_act``; a POSITION drive with ``joint_target_kd`` 0
+    takes ``dof_dampratio_kd``, its imported ``dampratio`` resolved, 0 without) where its gains act, else a MuJoCo
+    servo's (``dof_servo_drive`` ``(Kp, Kd, q_target, v_target)`` and ``dof_servo_effort`` ``(u_ff, e)``:
     ``mujoco_actuation.dof_actuation``) where it has one. A limit side is added when violated or when the step may
     reach it, ``g0 ≤ 2 Δt max(|v0|, |v0 + Δt τ/A_ii|)`` (SAP.md §5's window, v* estimated from diag(A)); the window
     does not see what drives, contacts, mimics or other dofs' forces do, so the sides left out are checked at the
@@ -289,7 +291,10 @@ def joint_constraint_rows(
                 c_vc[slot] = c_vc[slot] + c_J[slot, 1] * v0[leader]
     if dof_is_kinematic(i, dof_body, body_flags) == 1:
         return  # prescribed: no drive, limit or friction rows
-    kp, kv = drive_gains(joint_target_mode[p], joint_target_ke[p], joint_target_kd[p])
+    kd = joint_target_kd[p]
+    if kd == 0.0 and joint_target_mode[p] == MODE_POSITION:
+        kd = dof_dampratio_kd[p]
+    kp, kv = drive_gains(joint_target_mode[p], joint_target_ke[p], kd)
     q_target = float(target_q[c])
     v_target = float(target_qd[p])
     u_ff = float(joint_act[p])

@@ -5,10 +5,9 @@ Newton's MJCF importer (which registers SolverMuJoCo's custom attributes itself)
 actuator on a joint into Newton's joint drive (``joint_target_ke/kd``, ``joint_target_mode``), which SolverSAP
 applies, and keeps the rest in ``model.mujoco``: actuators driven by ``control.mujoco.ctrl`` (``<motor>``,
 ``<general>``, and ``<position>``/``<velocity>`` through a ``jointinparent`` transmission or imported with
-``add_mjcf(..., ctrl_direct=True)``;
-``ctrl_source`` CTRL_DIRECT), the force and control ranges and ``dampratio`` of the drives (the drive's damping then
-stays ``joint_target_kd = 0``), and gravity compensation (``gravcomp``, which the dynamics applies:
-``dynamics.body_inertia_and_bias``).
+``add_mjcf(..., ctrl_direct=True)``; ``ctrl_source`` CTRL_DIRECT), the force and control ranges and ``dampratio`` of
+the drives (the drive's damping then stays ``joint_target_kd = 0``), and gravity compensation (``gravcomp``, which the
+dynamics applies: ``dynamics.body_inertia_and_bias``).
 
 SolverSAP applies, read from ``control.mujoco.ctrl`` at every step (0 where the control has none, as MuJoCo's
 ``ctrl`` starts), the ctrl-driven actuators on one hinge or slide dof with a fixed gain g, no activation dynamics and
@@ -19,16 +18,25 @@ a bias that is none or affine, ``b0 + b1 L + b2 L̇`` with the actuator length `
   ``u = clamp(ctrl, ctrlrange)``, an explicit generalized force like ``joint_f``, summed per dof and clamped to
   ``±joint_effort_limit``;
 * servos (:func:`servo_rows`; ``b1 ≤ 0``, ``b2 ≤ 0``, not both 0: MJCF ``<position>``, ``<velocity>`` and affine
-  ``<general>`` servos): ``τ = gear · clamp(g u + b0 + b1 L + b2 L̇, forcerange)``, which is an implicit PD drive on
-  the dof (``constraints/pd_drive.py``) with ``Kp = −b1 gear²``, ``Kd = −b2 gear²``, its set-point as the target
-  position (``Kp > 0``) or velocity, and the effort range ``gear · forcerange``: the SAP problem evaluates it at the
-  step's new velocity and position (MuJoCo's ``implicitfast`` integrator only the velocity term), so stiff servos
-  stay stable at large Δt. An asymmetric range ``[τ_lo, τ_hi]`` is its midpoint, an explicit force, plus a drive
-  clamped to the half width. MuJoCo clamps the sum of a joint's actuator forces to ``±joint_effort_limit`` (the
-  joint's ``actuatorfrcrange``): so do the motors' sum and, with it, the servo's range.
+  ``<general>`` servos; a position servo's ``b2 > 0`` is its ``dampratio``, resolved as below):
+  ``τ = gear · clamp(g u + b0 + b1 L + b2 L̇, forcerange)``, which is an implicit PD drive on the dof
+  (``constraints/pd_drive.py``) with ``Kp = −b1 gear²``, ``Kd = −b2 gear²``, its set-point as the target position
+  (``Kp > 0``) or velocity, and the effort range ``gear · forcerange``: the SAP problem evaluates it at the step's
+  new velocity and position (MuJoCo's ``implicitfast`` integrator only the velocity term), so stiff servos stay
+  stable at large Δt. An asymmetric range ``[τ_lo, τ_hi]`` is its midpoint, an explicit force, plus a drive clamped
+  to the half width. MuJoCo clamps the sum of a joint's actuator forces to ``±joint_effort_limit`` (the joint's
+  ``actuatorfrcrange``): so do the motors' sum and, with it, the servo's range.
+
+``dampratio`` (Newton's importer keeps it unresolved, ``b2 > 0``, as MuJoCo's compiler does before resolving it) is
+resolved as MuJoCo does: the damping ``2 ζ sqrt(kp m)`` with the reflected inertia ``m = 1 / (gear² (M⁻¹)_ii)`` of the
+dof at the reference configuration (MuJoCo's ``qpos0``: hinges and slides at their ``ref``, balls at identity, free
+joints where the model puts them; :meth:`newton_sap.SolverSAP` computes it with its own CRBA): for a position servo,
+and for Newton's joint drive in POSITION mode imported from a ``<position dampratio>`` while its ``joint_target_kd``
+is 0 (SolverMuJoCo writes the same value into ``joint_target_kd``; SolverSAP keeps it apart and leaves the model as it
+is). It is resolved again after ``notify_model_changed`` with actuator, inertial or joint dof properties.
 
 The other ctrl-driven actuators (also those on dofs outside the trees, of loop-closing joints), a servo on a dof that
-has Newton's joint drive or an earlier servo, and the drives' ranges and ``dampratio`` are named in warnings.
+has Newton's joint drive or an earlier servo, and the drives' force and control ranges are named in warnings.
 """
 
 from __future__ import annotations
@@ -44,8 +52,9 @@ from .topology import Topology, entity_list, name_list, scalar_tree_dofs
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
-CTRL_DIRECT = 1
-"""``model.mujoco.ctrl_source`` of an actuator driven by ``control.mujoco.ctrl`` (Newton's ``CtrlSource``)."""
+CTRL_JOINT_TARGET, CTRL_DIRECT = 0, 1
+"""``model.mujoco.ctrl_source`` of an actuator that is Newton's joint drive (imported ``<position>``/``<velocity>``)
+and of one driven by ``control.mujoco.ctrl`` (Newton's ``CtrlSource``)."""
 TRN_JOINT, TRN_JOINT_IN_PARENT = 0, 1
 """``model.mujoco.actuator_trntype`` of an actuator on a joint dof (``actuator_trnid[k, 0]``; Newton's ``TrnType``):
 ``joint`` and ``jointinparent``, which differ only on BALL and FREE joints."""
@@ -108,9 +117,9 @@ def warn_mujoco_actuation(model: newton.Model, topo: Topology, stacklevel: int) 
             warnings.warn(
                 f"{_actuator_names(model, rows)} {_verb(rows)} driven by control.mujoco.ctrl, which only SolverMuJoCo "
                 "applies to such actuators; SolverSAP applies the MuJoCo motors and servos alone (a fixed gain, no "
-                "bias or an affine one b0 + b1 L + b2 L' with b1 <= 0 and b2 <= 0 (a positive b2 is an unresolved "
-                "dampratio), no activation dynamics, no actuator damping or armature, on a hinge or slide dof of a "
-                "tree joint) and ignores these: drive their joints by control.joint_f or Newton's joint targets",
+                "bias or an affine one b0 + b1 L + b2 L' with b1 <= 0 and b2 <= 0, or a dampratio b2 > 0 on a position "
+                "servo (gain = -b1), no activation dynamics, no actuator damping or armature, on a hinge or slide dof "
+                "of a tree joint) and ignores these: drive their joints by control.joint_f or Newton's joint targets",
                 UserWarning,
                 stacklevel=stacklevel,
             )
@@ -125,13 +134,12 @@ def warn_mujoco_actuation(model: newton.Model, topo: Topology, stacklevel: int) 
             )
         ranged = _limited(mj.actuator_forcelimited.numpy(), mj.actuator_has_forcerange.numpy())
         ranged |= _limited(mj.actuator_ctrllimited.numpy(), mj.actuator_has_ctrlrange.numpy())
-        ranged |= mj.actuator_biasprm.numpy()[:, 2] > 0.0  # MuJoCo's dampratio (a damping the importer left at 0)
         rows = np.nonzero(ranged[:count] & ~direct)[0]
         if len(rows):
             warnings.warn(
-                f"the force or control ranges or dampratio of {_actuator_names(model, rows)}, joint drives imported "
-                "from MJCF, are applied only by SolverMuJoCo; SolverSAP clamps a drive by joint_effort_limit, takes "
-                "its targets as given and its damping from joint_target_kd",
+                f"the force or control ranges of {_actuator_names(model, rows)}, joint drives imported from MJCF, are "
+                "applied only by SolverMuJoCo; SolverSAP clamps a drive by joint_effort_limit and takes its targets as "
+                "given",
                 UserWarning,
                 stacklevel=stacklevel,
             )
@@ -191,17 +199,35 @@ def motor_rows(model: newton.Model, topo: Topology) -> np.ndarray:
     return np.nonzero(_scalar_actuators(model, topo, count) & constant)[0].astype(np.int32)
 
 
+def _position_like(model: newton.Model, count: int) -> np.ndarray:
+    """Per actuator, whether it is a position servo, an affine bias with ``b1 = −gain < 0`` (MJCF ``<position>``): the
+    actuators whose ``b2 > 0`` is a ``dampratio`` (Newton's importer's and MuJoCo's convention before compiling)."""
+    mj = model.mujoco
+    gain = mj.actuator_gainprm.numpy()[:count, 0]
+    bias = mj.actuator_biasprm.numpy()[:count]
+    return (mj.actuator_biastype.numpy()[:count] == BIAS_AFFINE) & (bias[:, 1] < 0.0) & (gain == -bias[:, 1])
+
+
 def _servo_form(model: newton.Model, topo: Topology, count: int) -> np.ndarray:
     """Per actuator, whether it has a servo's form: that of :func:`_scalar_actuators` with an affine bias whose
-    position and velocity terms ``b1``, ``b2`` are ≤ 0 and not both 0 (a positive ``b2`` is an unresolved
-    ``dampratio``, Newton's importer's and MuJoCo's convention before compiling)."""
+    position and velocity terms ``b1``, ``b2`` are ≤ 0 and not both 0, or a position servo with a ``dampratio``
+    (``b2 > 0``, :func:`_position_like`)."""
     if not count:
         return np.zeros(0, bool)
     mj = model.mujoco
     bias = mj.actuator_biasprm.numpy()[:count]
     affine = mj.actuator_biastype.numpy()[:count] == BIAS_AFFINE
     servo = affine & (bias[:, 1] <= 0.0) & (bias[:, 2] <= 0.0) & ((bias[:, 1] < 0.0) | (bias[:, 2] < 0.0))
+    servo |= _position_like(model, count) & (bias[:, 2] > 0.0)
     return _scalar_actuators(model, topo, count) & servo
+
+
+def dampratio_damping(ratio, kp, inverse_inertia):
+    """MuJoCo's damping ``2 ζ sqrt(kp m)`` for the damping ratio ζ of a position drive of stiffness kp with the
+    reflected inertia ``m = 1 / inverse_inertia`` (0 where that is not positive), elementwise."""
+    inverse_inertia = np.asarray(inverse_inertia, np.float64)
+    inertia = np.divide(1.0, inverse_inertia, out=np.zeros_like(inverse_inertia), where=inverse_inertia > 0.0)
+    return 2.0 * np.asarray(ratio) * np.sqrt(np.asarray(kp) * inertia)
 
 
 def servo_rows(model: newton.Model, topo: Topology) -> np.ndarray:
@@ -290,6 +316,7 @@ def dof_actuation(
     # model
     joint_effort_limit: wp.array(dtype=float),
     dof_servo: wp.array(dtype=wp.int32),
+    servo_dampratio_kv: wp.array(dtype=float),
     dof_ref: wp.array(dtype=float),
     gear: wp.array(dtype=vec6),
     gainprm: wp.array(dtype=vec10),
@@ -315,7 +342,8 @@ def dof_actuation(
     the sum of the joint's actuator forces ``m + τ``: the motors' ``m`` and the servo's ``τ``):
 
     * ``joint_f_out = joint_f + m + τ_mid`` with ``m`` the motors' sum clamped to ``±e``;
-    * its servo k (``dof_servo``, -1 for none) with gear s, bias ``(b0, b1, b2)`` and ``a = g u + b0``, the force
+    * its servo k (``dof_servo``, -1 for none) with gear s, bias ``(b0, b1, b2)`` (a ``dampratio`` ``b2 > 0`` is
+      ``−servo_dampratio_kv[k]``) and ``a = g u + b0``, the force
       ``τ = s clamp(a + b1 s (q + ref) + b2 s q̇, forcerange)`` as a PD drive on the dof ``Kp (q_t − q) + Kd (v_t −
       q̇) + u_ff``: ``dof_servo_drive = (Kp, Kd, q_t, v_t)`` with ``(Kp, Kd) = (−b1 s², −b2 s²)`` [N·m/rad,
       N·m·s/rad or N/m, N·s/m] and the set-point ``u0 = s (a + b1 s ref)`` (the force at ``q = q̇ = 0``) as a target,
@@ -349,8 +377,11 @@ def dof_actuation(
         if wp.isfinite(half):
             mid = 0.5 * (lo + hi)
             half = 0.5 * half
+        b2 = b[2]
+        if b2 > 0.0:  # a dampratio, resolved
+            b2 = -servo_dampratio_kv[k]
         kp = -b[1] * s * s
-        kd = -b[2] * s * s
+        kd = -b2 * s * s
         u0 = s * (a + b[1] * s * dof_ref[i])
         if kp > 0.0:
             drive = wp.vec4(kp, kd, u0 / kp, 0.0)
@@ -365,12 +396,35 @@ def dof_actuation(
     dof_servo_effort_out[i] = effort
 
 
+def _dampratio_drive_dofs(model: newton.Model, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """The dofs of Newton's joint drives imported from a ``<position dampratio>`` whose damping is to be resolved
+    (POSITION mode, ``joint_target_kd = 0``: SolverMuJoCo's rule) and their damping ratios."""
+    mj = model.mujoco
+    bias = mj.actuator_biasprm.numpy()[:count]
+    rows = np.nonzero((mj.ctrl_source.numpy()[:count] == CTRL_JOINT_TARGET) & _position_like(model, count))[0]
+    rows = rows[bias[rows, 2] > 0.0]
+    dofs = mj.actuator_trnid.numpy()[rows, 0]
+    inside = (dofs >= 0) & (dofs < model.joint_dof_count)
+    rows, dofs = rows[inside], dofs[inside]
+    mode = model.joint_target_mode.numpy()[dofs]
+    keep = (mode == int(newton.JointTargetMode.POSITION)) & (model.joint_target_kd.numpy()[dofs] == 0.0)
+    return dofs[keep], bias[rows[keep], 2]
+
+
 class MujocoActuators:
     """The MuJoCo motors and servos of a model with Newton's MuJoCo actuators (:func:`motor_rows`,
     :func:`servo_rows`; refreshed in place by :meth:`refresh`), the buffers of ``joint_f`` plus the motors' forces,
-    and the servos' drive parameters per dof, written into the arrays given (``joint_constraints``' rows read them)."""
+    the servos' drive parameters per dof and the damping that ``dampratio`` gives Newton's imported drives, written
+    into the arrays given (``joint_constraints``' rows read them)."""
 
-    def __init__(self, model: newton.Model, topo: Topology, dof_servo_drive: wp.array, dof_servo_effort: wp.array):
+    def __init__(
+        self,
+        model: newton.Model,
+        topo: Topology,
+        dof_servo_drive: wp.array,
+        dof_servo_effort: wp.array,
+        dof_dampratio_kd: wp.array,
+    ):
         self.model = model
         self.topo = topo
         self.count = model.custom_frequency_counts["mujoco:actuator"]
@@ -378,20 +432,23 @@ class MujocoActuators:
         ndof = max(model.joint_dof_count, 1)
         self.is_motor = wp.zeros(self.count, dtype=wp.int32, device=device)
         self.dof_servo = wp.full(ndof, -1, dtype=wp.int32, device=device)
+        self.servo_dampratio_kv = wp.zeros(self.count, dtype=float, device=device)  # resolved b2 > 0, else 0
         self.zero_ctrl = wp.zeros(self.count, dtype=float, device=device)
         self.zero_dof_ref = wp.zeros(ndof, dtype=float, device=device)  # for a model without model.mujoco.dof_ref
         self.dof_motor_f = wp.zeros(ndof, dtype=float, device=device)
         self.joint_f = wp.zeros(ndof, dtype=float, device=device)
         self.dof_servo_drive = dof_servo_drive
         self.dof_servo_effort = dof_servo_effort
+        self.dof_dampratio_kd = dof_dampratio_kd
         self.any = False
         self.any_servo = False
         self.clamp_ctrl = 1
-        self.refresh()
 
-    def refresh(self) -> None:
-        """Re-read which actuators are motors and servos and MuJoCo's ``clampctrl`` flag (after
-        ``notify_model_changed`` with actuator, joint dof or model properties)."""
+    def refresh(self, reflected_inverse_inertia) -> None:
+        """Re-read which actuators are motors and servos and MuJoCo's ``clampctrl`` flag, and resolve the
+        ``dampratio`` of servos and of Newton's imported drives (at construction and after ``notify_model_changed``
+        with actuator, inertial, joint dof or model properties). ``reflected_inverse_inertia()`` gives, per Newton dof,
+        ``(M⁻¹)_ii`` at the reference configuration (called only when some damping is to be resolved)."""
         mj = self.model.mujoco
         motors, servos = motor_rows(self.model, self.topo), servo_rows(self.model, self.topo)
         flags = np.zeros(self.count, np.int32)
@@ -400,6 +457,21 @@ class MujocoActuators:
         dof_servo = np.full(self.dof_servo.shape[0], -1, np.int32)
         dof_servo[mj.actuator_trnid.numpy()[servos, 0]] = servos
         self.dof_servo.assign(dof_servo)
+        bias = mj.actuator_biasprm.numpy()
+        damped = servos[bias[servos, 2] > 0.0]
+        drive_dofs, drive_ratios = _dampratio_drive_dofs(self.model, self.count)
+        kv = np.zeros(self.count)
+        kd = np.zeros(self.dof_dampratio_kd.shape[0])
+        if len(damped) or len(drive_dofs):
+            inverse_inertia = reflected_inverse_inertia()
+            gear = mj.actuator_gear.numpy()[damped, 0]
+            dofs = mj.actuator_trnid.numpy()[damped, 0]
+            kp = mj.actuator_gainprm.numpy()[damped, 0]
+            kv[damped] = dampratio_damping(bias[damped, 2], kp, gear * gear * inverse_inertia[dofs])
+            ke = self.model.joint_target_ke.numpy()[drive_dofs]
+            kd[drive_dofs] = dampratio_damping(drive_ratios, ke, inverse_inertia[drive_dofs])
+        self.servo_dampratio_kv.assign(kv.astype(np.float32))
+        self.dof_dampratio_kd.assign(kd.astype(np.float32))
         self.any_servo = bool(len(servos))
         self.any = bool(len(motors)) or self.any_servo
         if not self.any_servo:
@@ -438,7 +510,8 @@ class MujocoActuators:
         wp.launch(
             dof_actuation,
             dim=model.joint_dof_count,
-            inputs=[model.joint_effort_limit, self.dof_servo, dof_ref if dof_ref is not None else self.zero_dof_ref,
+            inputs=[model.joint_effort_limit, self.dof_servo, self.servo_dampratio_kv,
+                    dof_ref if dof_ref is not None else self.zero_dof_ref,
                     mj.actuator_gear, mj.actuator_gainprm, *bias, *ranges, self.clamp_ctrl, ctrl, joint_f,
                     self.dof_motor_f],
             outputs=[self.joint_f, self.dof_servo_drive, self.dof_servo_effort],
@@ -448,10 +521,11 @@ class MujocoActuators:
 
 
 def mujoco_actuators(
-    model: newton.Model, topo: Topology, dof_servo_drive: wp.array, dof_servo_effort: wp.array
+    model: newton.Model, topo: Topology, dof_servo_drive: wp.array, dof_servo_effort: wp.array, dof_dampratio_kd
 ) -> MujocoActuators | None:
-    """:class:`MujocoActuators` for a model with Newton's MuJoCo actuators (writing the servos' drive parameters into
-    the arrays given, per dof), else None."""
+    """:class:`MujocoActuators` for a model with Newton's MuJoCo actuators (writing the servos' drive parameters and
+    the imported drives' resolved damping into the arrays given, per dof; :meth:`MujocoActuators.refresh` before the
+    first step), else None."""
     if not _actuator_count(model):
         return None
-    return MujocoActuators(model, topo, dof_servo_drive, dof_servo_effort)
+    return MujocoActuators(model, topo, dof_servo_drive, dof_servo_effort, dof_dampratio_kd)

@@ -105,7 +105,7 @@ def take_snapshot(solver, state, control, dt: float, contacts) -> SapSnapshot:
 
     # bias: the same pipeline without applied forces and step terms gives τ = −b and A = M
     solver._dynamics(state, None, None, dt, step_terms=0, include_external=0)
-    mass_int = _world_matrices(solver.topology, solver._rows.numpy().astype(np.float64))
+    mass_int = world_matrices(solver.topology, solver._rows.numpy().astype(np.float64))
     bias_int = -host(solver._tau)
     solver._dynamics(state, control.joint_f, state.body_f, dt, step_terms=1, include_external=1)
     tau_int, v0_int = host(solver._tau), host(solver._v0)
@@ -179,7 +179,7 @@ def _contact_data(solver, state, control, contacts, dt, maps, snap) -> None:
             getattr(snap, name).append(values if name == "contact_index" else values.astype(np.float64))
 
 
-def _world_matrices(topo, rows: np.ndarray) -> list[np.ndarray]:
+def world_matrices(topo, rows: np.ndarray) -> list[np.ndarray]:
     """Per world, the dense internal matrix assembled from the sparse lower-triangle rows."""
     out = []
     for w in range(topo.world_count):

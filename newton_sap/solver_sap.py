@@ -48,9 +48,19 @@ from .observables import (
 )
 from .options import FLOAT32_MAX, FLOAT32_TINY, SapOptions
 from .sap import SapSolver
-from .snapshot import SapSnapshot, take_snapshot
+from .snapshot import SapSnapshot, take_snapshot, world_matrices
 from .spatial import Inertia10
-from .topology import JOINT_BALL, JOINT_DISTANCE, JOINT_FREE, bucket_views, build_topology, to_device
+from .topology import (
+    JOINT_BALL,
+    JOINT_D6,
+    JOINT_DISTANCE,
+    JOINT_FREE,
+    JOINT_PRISMATIC,
+    JOINT_REVOLUTE,
+    bucket_views,
+    build_topology,
+    to_device,
+)
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
@@ -207,7 +217,9 @@ class SolverSAP(newton.solvers.SolverBase):
         self._sap.read_equality_rows(model)
         self._dense_blocks_used = int(not self._tree_ldlt or self._sap.uses_pcg)  # free motion, PCG
         # MuJoCo motors and servos driven by control.mujoco.ctrl (added to joint_f, drive rows)
-        self._actuators = mujoco_actuators(model, topo, self._sap.dof_servo_drive, self._sap.dof_servo_effort)
+        self._actuators = mujoco_actuators(
+            model, topo, self._sap.dof_servo_drive, self._sap.dof_servo_effort, self._sap.dof_dampratio_kd
+        )
         self._joint_rows = False  # any drive, finite limit or joint friction (_validate_joint_drives_and_limits)
         self._mimic_rows = False  # any mimic coupling
 
@@ -237,9 +249,9 @@ class SolverSAP(newton.solvers.SolverBase):
             warn_soft_rows(model, stacklevel=4)
         if flags & (F.ACTUATOR_PROPERTIES | F.JOINT_DOF_PROPERTIES):  # servos give way to Newton's drives
             warn_mujoco_actuation(model, topo, stacklevel=4)
-        actuation = F.ACTUATOR_PROPERTIES | F.MODEL_PROPERTIES | F.JOINT_DOF_PROPERTIES
+        actuation = F.ACTUATOR_PROPERTIES | F.MODEL_PROPERTIES | F.JOINT_DOF_PROPERTIES | inertial  # dampratio: inertia
         if flags & actuation and self._actuators is not None:
-            self._actuators.refresh()
+            self._actuators.refresh(self._reference_inverse_inertia)
         if flags & (F.CONSTRAINT_PROPERTIES | F.JOINT_PROPERTIES):
             warn_half_enabled(model, topo.loop_joints, stacklevel=4)
         if flags & F.CONSTRAINT_PROPERTIES and topo.dof_count:
@@ -521,6 +533,33 @@ class SolverSAP(newton.solvers.SolverBase):
             joint_f = resolved.joint_f if resolved.joint_f is not None else self._zero_joint_f
             resolved.joint_f = self._actuators.add_to(joint_f, control)
         return resolved
+
+    def _reference_inverse_inertia(self) -> np.ndarray:
+        """Per Newton dof, ``(M⁻¹)_ii`` [1/kg or 1/(kg·m²)] at the reference configuration, MuJoCo's ``qpos0`` (the
+        scalar coordinates at 0, Newton's for a joint at its MJCF ``ref``; balls at identity; free and distance joints
+        as in ``model.joint_q``), M with armature, from this solver's own CRBA; 0 for dofs outside the trees. MuJoCo's
+        ``dof_invweight0`` of a hinge or slide, which ``dampratio`` reads (``mujoco_actuation``). Overwrites the
+        dynamics' buffers (the next step computes them again)."""
+        model, topo = self.model, self.topology
+        q = model.joint_q.numpy().copy()
+        q_start, joint_type = model.joint_q_start.numpy(), model.joint_type.numpy()
+        for j in range(model.joint_count):
+            coords = slice(int(q_start[j]), int(q_start[j + 1]))
+            if joint_type[j] in (JOINT_REVOLUTE, JOINT_PRISMATIC, JOINT_D6):
+                q[coords] = 0.0
+            elif joint_type[j] == JOINT_BALL:
+                q[coords] = (0.0, 0.0, 0.0, 1.0)
+        state = model.state()
+        state.joint_q.assign(q)
+        state.joint_qd.zero_()
+        self._dynamics(state, None, None, 1.0, step_terms=0, include_external=0)
+        inverse = np.zeros(model.joint_dof_count)
+        for w, M in enumerate(world_matrices(topo, self._rows.numpy().astype(np.float64))):
+            s, e = int(topo.world_dof_start[w]), int(topo.world_dof_start[w + 1])
+            if e > s:
+                inverse[topo.dof_public[s:e]] = np.diag(np.linalg.inv(M))
+        self._kinematics_q.fill_(np.nan)
+        return inverse
 
     def _body_gravcomp(self) -> wp.array:
         """Per body, the fraction of its weight MuJoCo's gravity compensation cancels: ``model.mujoco.gravcomp`` (read

@@ -335,11 +335,12 @@ def test_a_non_finite_servo_control_fails_its_world_alone():
 
 
 def test_servos_left_out_are_named_and_a_newton_drive_takes_their_dof():
-    """A second servo on the disk's hinge and one with an unresolved ``dampratio`` are named; so is a servo on a dof
-    that gains Newton's joint drive (``notify_model_changed``), which then acts in its place (a 10 N·m·s/rad velocity
-    drive at 0 stops the disk spinning at 1 rad/s to ``I v0 / (I + Δt Kd)``)."""
+    """A second servo on the disk's hinge is named, and so is an affine actuator with a positive velocity term that is
+    no position servo's ``dampratio`` (its gain is not ``−b1``); so is a servo on a dof that gains Newton's joint drive
+    (``notify_model_changed``), which then acts in its place (a 10 N·m·s/rad velocity drive at 0 stops the disk
+    spinning at 1 rad/s to ``I v0 / (I + Δt Kd)``)."""
     actuators = SERVO + '<general joint="axle" gainprm="5" biastype="affine" biasprm="0 -5 0"/>'
-    actuators += '<general joint="axle" gainprm="5" biastype="affine" biasprm="0 -5 1"/>'
+    actuators += '<general joint="axle" gainprm="4" biastype="affine" biasprm="0 -5 1"/>'
     with pytest.warns(UserWarning) as record:
         model = disk_on_hinge("", actuators)
         solver = newton_sap.SolverSAP(model)
@@ -393,3 +394,72 @@ def test_a_servo_on_a_loop_closing_joint_is_named():
     model.mujoco.actuator_trnid.assign(trnid)
     with pytest.warns(UserWarning, match=r"actuator 0 .* is driven by control.mujoco.ctrl"):
         newton_sap.SolverSAP(model)
+
+
+DAMPRATIO_MJCF = """
+<mujoco>
+  <worldbody>
+    <body name="upper" pos="0 0 1">
+      <joint name="shoulder" type="hinge" axis="0 1 0" armature="0.05"/>
+      <geom type="capsule" fromto="0 0 0 0.4 0 0" size="0.04" mass="1.5"/>
+      <body name="lower" pos="0.4 0 0">
+        <joint name="elbow" type="hinge" axis="0 1 0" ref="30"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0.1" size="0.03" mass="0.8"/>
+      </body>
+    </body>
+    <body name="float" pos="2 0 1">
+      <freejoint/>
+      <geom type="box" size="0.2 0.1 0.1" mass="3"/>
+      <body name="flap" pos="0.2 0 0">
+        <joint name="flap" type="hinge" axis="0 0 1"/>
+        <geom type="box" pos="0.15 0 0" size="0.15 0.05 0.02" mass="0.5"/>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <position joint="shoulder" kp="40" dampratio="1"/>
+    <position joint="elbow" kp="15" dampratio="0.7" gear="2"/>
+    <position joint="flap" kp="5" dampratio="0.5"/>
+  </actuator>
+</mujoco>
+"""
+
+
+def test_dampratio_gives_mujocos_damping():
+    """``<position dampratio>`` on an arm (armature, a joint ``ref``, gear 2) and on a flap hinged to a free body: as
+    ctrl-driven servos, SolverSAP's damping is MuJoCo's own compiled ``−biasprm[2]`` (``2 ζ sqrt(kp m)``, m from
+    ``(M⁻¹)_ii`` at qpos0); as Newton's joint drives (``joint_target_kd`` 0), it is the ``joint_target_kd`` that
+    SolverMuJoCo writes into its model (to float32 round-off)."""
+    import mujoco
+
+    compiled = -mujoco.MjModel.from_xml_string(DAMPRATIO_MJCF).actuator_biasprm[:, 2]
+    servos = newton_sap.SolverSAP(mjcf_model(DAMPRATIO_MJCF, ctrl_direct=True))
+    assert servos._actuators.servo_dampratio_kv.numpy() == pytest.approx(compiled, rel=1e-5)
+    drives = newton_sap.SolverSAP(mjcf_model(DAMPRATIO_MJCF))
+    model = mjcf_model(DAMPRATIO_MJCF)
+    newton.solvers.SolverMuJoCo(model, use_mujoco_cpu=True, disable_contacts=True)
+    written = model.joint_target_kd.numpy()
+    assert written[[0, 1, 8]] == pytest.approx([compiled[0], 0.6315213, compiled[2]], rel=1e-5)
+    assert drives._sap.dof_dampratio_kd.numpy() == pytest.approx(written, rel=1e-5)
+
+
+@pytest.mark.parametrize("ctrl_direct", [False, True])
+def test_a_critically_damped_position_drive_does_not_overshoot(ctrl_direct):
+    """``<position kp="10" dampratio="1">`` on the disk (I = 0.04 kg·m²: Kd = 2 sqrt(Kp I) = 1.265 N·m·s/rad), as
+    Newton's drive and as a ctrl-driven servo, moved to 0.5 rad from rest at Δt = 0.01: no overshoot past round-off,
+    within 1e-3 rad of the target after 1.5 s (without the damping the drive would oscillate undamped)."""
+    model = mjcf_model(disk_mjcf("", '<position joint="axle" kp="10" dampratio="1"/>'), ctrl_direct=ctrl_direct)
+    solver = newton_sap.SolverSAP(model)
+    s0, s1 = model.state(), model.state()
+    control = model.control()
+    if ctrl_direct:
+        control.mujoco.ctrl.assign([0.5])
+    else:
+        control.joint_target_q.assign([0.5])
+    peak = 0.0
+    for _ in range(150):
+        solver.step(s0, s1, control, None, 0.01)
+        s0, s1 = s1, s0
+        peak = max(peak, float(s0.joint_q.numpy()[0]))
+    assert peak < 0.5 + 1e-5
+    assert float(s0.joint_q.numpy()[0]) == pytest.approx(0.5, abs=1e-3)
