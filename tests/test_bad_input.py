@@ -438,9 +438,9 @@ ACTUATED_MJCF = """
 
 def test_actuation_only_solver_mujoco_applies_is_named_in_warnings():
     """Newton's MJCF importer keeps a ``<general>`` actuator with activation dynamics (driven by
-    ``control.mujoco.ctrl``) and a drive's ctrlrange and dampratio for SolverMuJoCo alone: each is named. A
-    ``<position>`` actuator with plain gains is Newton's joint drive, a ``<motor>`` a force and a body's gravcomp a
-    share of its weight, which SolverSAP applies: not named."""
+    ``control.mujoco.ctrl``) and a drive's ctrlrange for SolverMuJoCo alone: each is named. A ``<position>`` actuator
+    with plain gains is Newton's joint drive, its ``dampratio`` its damping, a ``<motor>`` a force and a body's
+    gravcomp a share of its weight, which SolverSAP applies: not named."""
     b = newton.ModelBuilder()
     b.add_mjcf(ACTUATED_MJCF)
     with warnings.catch_warnings(record=True) as record:
@@ -449,6 +449,6 @@ def test_actuation_only_solver_mujoco_applies_is_named_in_warnings():
     messages = [str(w.message) for w in record]
     assert [m for m in messages if re.match(r"actuator 2 \(joint '.*twist'\) is driven by control.mujoco.ctrl", m)]
     assert not [m for m in messages if "actuator 3" in m]
-    ranged = [m for m in messages if "force or control ranges or dampratio of" in m]
+    ranged = [m for m in messages if "force or control ranges of" in m]
     assert len(ranged) == 1 and "spin" in ranged[0] and "lift" not in ranged[0]
     assert not [m for m in messages if "gravity compensation" in m or "gravcomp" in m]
