@@ -6,8 +6,8 @@ actuator on a joint into Newton's joint drive (``joint_target_ke/kd``, ``joint_t
 applies, and keeps the rest in ``model.mujoco``: actuators driven by ``control.mujoco.ctrl`` (``<motor>``,
 ``<general>``, and ``<position>``/``<velocity>`` through a ``jointinparent`` transmission or imported with
 ``add_mjcf(..., ctrl_direct=True)``; ``ctrl_source`` CTRL_DIRECT), the force and control ranges and ``dampratio`` of
-the drives (the drive's damping then stays ``joint_target_kd = 0``), and gravity compensation (``gravcomp``, which the
-dynamics applies: ``dynamics.body_inertia_and_bias``).
+the drives (a drive with a ``dampratio`` comes with ``joint_target_kd = 0``; SolverSAP resolves it, see below), and
+gravity compensation (``gravcomp``, which the dynamics applies: ``dynamics.body_inertia_and_bias``).
 
 SolverSAP applies, read from ``control.mujoco.ctrl`` at every step (0 where the control has none, as MuJoCo's
 ``ctrl`` starts), the ctrl-driven actuators on one hinge or slide dof with a fixed gain g, no activation dynamics and
@@ -30,10 +30,13 @@ a bias that is none or affine, ``b0 + b1 L + b2 L̇`` with the actuator length `
 ``dampratio`` (Newton's importer keeps it unresolved, ``b2 > 0``, as MuJoCo's compiler does before resolving it) is
 resolved as MuJoCo does: the damping ``2 ζ sqrt(kp m)`` with the reflected inertia ``m = 1 / (gear² (M⁻¹)_ii)`` of the
 dof at the reference configuration (MuJoCo's ``qpos0``: hinges and slides at their ``ref``, balls at identity, free
-joints where the model puts them; :meth:`newton_sap.SolverSAP` computes it with its own CRBA): for a position servo,
-and for Newton's joint drive in POSITION mode imported from a ``<position dampratio>`` while its ``joint_target_kd``
-is 0 (SolverMuJoCo writes the same value into ``joint_target_kd``; SolverSAP keeps it apart and leaves the model as it
-is). It is resolved again after ``notify_model_changed`` with actuator, inertial or joint dof properties.
+joints where the model puts them; ``SolverSAP._reference_inverse_inertia`` computes it with the solver's own CRBA,
+per tree): for a position servo, and for Newton's joint drive in POSITION mode imported from a ``<position
+dampratio>`` while its ``joint_target_kd`` is 0, with ``kp = joint_target_ke`` and no gear (the importer's drive is in
+joint space; SolverMuJoCo writes the same value into ``joint_target_kd``; SolverSAP keeps it apart and leaves the
+model as it is, so a drive whose ``joint_target_kd`` is set back to 0 takes it again). It is resolved again after
+``notify_model_changed`` with actuator, inertial or joint dof properties (SolverMuJoCo resolves a drive's once, at
+construction). A kinematic root counts as fixed (SolverMuJoCo's value is the free body's).
 
 The other ctrl-driven actuators (also those on dofs outside the trees, of loop-closing joints), a servo on a dof that
 has Newton's joint drive or an earlier servo, and the drives' force and control ranges are named in warnings.
@@ -106,8 +109,8 @@ def warn_mujoco_actuation(model: newton.Model, topo: Topology, stacklevel: int) 
     mj = getattr(model, "mujoco", None)
     if mj is None:
         return
-    count = model.custom_frequency_counts.get("mujoco:actuator", 0)
-    if count and hasattr(mj, "ctrl_source") and hasattr(mj, "actuator_trnid"):
+    count = _actuator_count(model)
+    if count:
         direct = mj.ctrl_source.numpy()[:count] == CTRL_DIRECT
         servo_form = _servo_form(model, topo, count)
         ignored = direct & ~servo_form
@@ -140,6 +143,15 @@ def warn_mujoco_actuation(model: newton.Model, topo: Topology, stacklevel: int) 
                 f"the force or control ranges of {_actuator_names(model, rows)}, joint drives imported from MJCF, are "
                 "applied only by SolverMuJoCo; SolverSAP clamps a drive by joint_effort_limit and takes its targets as "
                 "given",
+                UserWarning,
+                stacklevel=stacklevel,
+            )
+        rows = _unresolved_drive_dampratio(model, count)
+        if len(rows):
+            warnings.warn(
+                f"the dampratio of {_actuator_names(model, rows)}, joint drives imported from MJCF, is not applied: "
+                "their drive is not in POSITION mode (joint_target_mode; SolverMuJoCo leaves it out there too); set "
+                "joint_target_kd instead",
                 UserWarning,
                 stacklevel=stacklevel,
             )
@@ -206,6 +218,17 @@ def _position_like(model: newton.Model, count: int) -> np.ndarray:
     gain = mj.actuator_gainprm.numpy()[:count, 0]
     bias = mj.actuator_biasprm.numpy()[:count]
     return (mj.actuator_biastype.numpy()[:count] == BIAS_AFFINE) & (bias[:, 1] < 0.0) & (gain == -bias[:, 1])
+
+
+def _motors_act_at_zero_ctrl(model: newton.Model, motors: np.ndarray) -> np.ndarray:
+    """Per motor of ``motors``, whether it has a force at ctrl 0: an affine constant ``b0 ≠ 0``, or a force range
+    (where MuJoCo clamps by it) that leaves 0 out."""
+    mj = model.mujoco
+    b0 = np.where(mj.actuator_biastype.numpy()[motors] == BIAS_AFFINE, mj.actuator_biasprm.numpy()[motors, 0], 0.0)
+    bounds = mj.actuator_forcerange.numpy()[motors]
+    limited = _limited(mj.actuator_forcelimited.numpy()[motors], mj.actuator_has_forcerange.numpy()[motors])
+    clamped = np.clip(b0, bounds[:, 0], bounds[:, 1])
+    return np.where(limited, clamped, b0) != 0.0
 
 
 def _servo_form(model: newton.Model, topo: Topology, count: int) -> np.ndarray:
@@ -396,9 +419,9 @@ def dof_actuation(
     dof_servo_effort_out[i] = effort
 
 
-def _dampratio_drive_dofs(model: newton.Model, count: int) -> tuple[np.ndarray, np.ndarray]:
-    """The dofs of Newton's joint drives imported from a ``<position dampratio>`` whose damping is to be resolved
-    (POSITION mode, ``joint_target_kd = 0``: SolverMuJoCo's rule) and their damping ratios."""
+def _drive_dampratio_rows(model: newton.Model, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The actuators that are Newton's joint drives imported from a ``<position dampratio>`` (JOINT_TARGET, a position
+    servo with ``b2 > 0``) on a dof of the model, their dofs, and whether that dof's drive is in POSITION mode."""
     mj = model.mujoco
     bias = mj.actuator_biasprm.numpy()[:count]
     rows = np.nonzero((mj.ctrl_source.numpy()[:count] == CTRL_JOINT_TARGET) & _position_like(model, count))[0]
@@ -406,9 +429,22 @@ def _dampratio_drive_dofs(model: newton.Model, count: int) -> tuple[np.ndarray, 
     dofs = mj.actuator_trnid.numpy()[rows, 0]
     inside = (dofs >= 0) & (dofs < model.joint_dof_count)
     rows, dofs = rows[inside], dofs[inside]
-    mode = model.joint_target_mode.numpy()[dofs]
-    keep = (mode == int(newton.JointTargetMode.POSITION)) & (model.joint_target_kd.numpy()[dofs] == 0.0)
-    return dofs[keep], bias[rows[keep], 2]
+    return rows, dofs, model.joint_target_mode.numpy()[dofs] == int(newton.JointTargetMode.POSITION)
+
+
+def _dampratio_drive_dofs(model: newton.Model, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """The dofs of Newton's joint drives imported from a ``<position dampratio>`` whose damping is to be resolved
+    (POSITION mode, ``joint_target_kd = 0``: SolverMuJoCo's rule) and their damping ratios."""
+    rows, dofs, position = _drive_dampratio_rows(model, count)
+    keep = position & (model.joint_target_kd.numpy()[dofs] == 0.0)
+    return dofs[keep], model.mujoco.actuator_biasprm.numpy()[rows[keep], 2]
+
+
+def _unresolved_drive_dampratio(model: newton.Model, count: int) -> np.ndarray:
+    """The actuators of :func:`_drive_dampratio_rows` whose drive is not in POSITION mode (their dampratio acts in
+    neither SolverSAP nor SolverMuJoCo)."""
+    rows, _, position = _drive_dampratio_rows(model, count)
+    return rows[~position]
 
 
 class MujocoActuators:
@@ -442,13 +478,15 @@ class MujocoActuators:
         self.dof_dampratio_kd = dof_dampratio_kd
         self.any = False
         self.any_servo = False
+        self.act_at_zero_ctrl = False  # some servo, or a motor with a force at ctrl 0 (see add_to)
         self.clamp_ctrl = 1
 
-    def refresh(self, reflected_inverse_inertia) -> None:
-        """Re-read which actuators are motors and servos and MuJoCo's ``clampctrl`` flag, and resolve the
-        ``dampratio`` of servos and of Newton's imported drives (at construction and after ``notify_model_changed``
-        with actuator, inertial, joint dof or model properties). ``reflected_inverse_inertia()`` gives, per Newton dof,
-        ``(M⁻¹)_ii`` at the reference configuration (called only when some damping is to be resolved)."""
+    def refresh(self, reflected_inverse_inertia, resolve_dampratio: bool) -> None:
+        """Re-read which actuators are motors and servos and MuJoCo's ``clampctrl`` flag (at construction and after
+        ``notify_model_changed`` with actuator, inertial, joint dof or model properties), and with
+        ``resolve_dampratio`` resolve the ``dampratio`` of servos and of Newton's imported drives:
+        ``reflected_inverse_inertia(dofs)`` gives, per Newton dof, ``(M⁻¹)_ii`` at the reference configuration for the
+        trees of ``dofs`` (called only when some damping is to be resolved)."""
         mj = self.model.mujoco
         motors, servos = motor_rows(self.model, self.topo), servo_rows(self.model, self.topo)
         flags = np.zeros(self.count, np.int32)
@@ -457,36 +495,45 @@ class MujocoActuators:
         dof_servo = np.full(self.dof_servo.shape[0], -1, np.int32)
         dof_servo[mj.actuator_trnid.numpy()[servos, 0]] = servos
         self.dof_servo.assign(dof_servo)
-        bias = mj.actuator_biasprm.numpy()
-        damped = servos[bias[servos, 2] > 0.0]
-        drive_dofs, drive_ratios = _dampratio_drive_dofs(self.model, self.count)
-        kv = np.zeros(self.count)
-        kd = np.zeros(self.dof_dampratio_kd.shape[0])
-        if len(damped) or len(drive_dofs):
-            inverse_inertia = reflected_inverse_inertia()
-            gear = mj.actuator_gear.numpy()[damped, 0]
-            dofs = mj.actuator_trnid.numpy()[damped, 0]
-            kp = mj.actuator_gainprm.numpy()[damped, 0]
-            kv[damped] = dampratio_damping(bias[damped, 2], kp, gear * gear * inverse_inertia[dofs])
-            ke = self.model.joint_target_ke.numpy()[drive_dofs]
-            kd[drive_dofs] = dampratio_damping(drive_ratios, ke, inverse_inertia[drive_dofs])
-        self.servo_dampratio_kv.assign(kv.astype(np.float32))
-        self.dof_dampratio_kd.assign(kd.astype(np.float32))
+        if resolve_dampratio:
+            self._resolve_dampratio(servos, reflected_inverse_inertia)
         self.any_servo = bool(len(servos))
         self.any = bool(len(motors)) or self.any_servo
+        self.act_at_zero_ctrl = self.any_servo or bool(_motors_act_at_zero_ctrl(self.model, motors).any())
         if not self.any_servo:
             self.dof_servo_drive.zero_()
             self.dof_servo_effort.zero_()
         clampctrl = getattr(mj, "flag_clampctrl", None)
         self.clamp_ctrl = int(clampctrl is None or bool(clampctrl.numpy().all()))
 
+    def _resolve_dampratio(self, servos: np.ndarray, reflected_inverse_inertia) -> None:
+        """``servo_dampratio_kv`` of the ``servos`` with a ``dampratio`` and ``dof_dampratio_kd`` of the imported
+        drives to resolve (:func:`_dampratio_drive_dofs`), both 0 elsewhere (see the module)."""
+        mj = self.model.mujoco
+        bias = mj.actuator_biasprm.numpy()
+        damped = servos[bias[servos, 2] > 0.0]
+        servo_dofs = mj.actuator_trnid.numpy()[damped, 0]
+        drive_dofs, drive_ratios = _dampratio_drive_dofs(self.model, self.count)
+        kv = np.zeros(self.count)
+        kd = np.zeros(self.dof_dampratio_kd.shape[0])
+        if len(damped) or len(drive_dofs):
+            inverse_inertia = reflected_inverse_inertia(np.concatenate([servo_dofs, drive_dofs]))
+            gear = mj.actuator_gear.numpy()[damped, 0]
+            kp = mj.actuator_gainprm.numpy()[damped, 0]
+            kv[damped] = dampratio_damping(bias[damped, 2], kp, gear * gear * inverse_inertia[servo_dofs])
+            ke = self.model.joint_target_ke.numpy()[drive_dofs]
+            kd[drive_dofs] = dampratio_damping(drive_ratios, ke, inverse_inertia[drive_dofs])
+        self.servo_dampratio_kv.assign(kv.astype(np.float32))
+        self.dof_dampratio_kd.assign(kd.astype(np.float32))
+
     def add_to(self, joint_f: wp.array, control) -> wp.array:
         """``joint_f`` plus the motors' generalized forces from ``control.mujoco.ctrl`` (0 where ``control`` has
         none), in this object's buffer, and the servos' drive parameters; ``joint_f`` as given when the model has
-        neither. A ``ctrl`` shorter than the model's actuators raises ``ValueError``."""
-        if not self.any:
-            return joint_f
+        neither, or no ``ctrl`` and no actuator that acts at ctrl 0 (motors alone, as Newton's ant's: nothing to
+        launch). A ``ctrl`` shorter than the model's actuators raises ``ValueError``."""
         ctrl = getattr(getattr(control, "mujoco", None), "ctrl", None)
+        if not self.any or (ctrl is None and not self.act_at_zero_ctrl):
+            return joint_f
         if ctrl is None:
             ctrl = self.zero_ctrl
         elif ctrl.shape[0] < self.count:

@@ -14,6 +14,7 @@ import numpy as np
 from .constraints.dispatch import CONTACT
 from .conventions import free_joint_velocity_map
 from .diagnostics import quat_to_matrix
+from .host_matrices import world_matrices
 from .topology import JOINT_DISTANCE, JOINT_FREE
 
 
@@ -177,21 +178,6 @@ def _contact_data(solver, state, control, contacts, dt, maps, snap) -> None:
         for name, values in arrays.items():
             values = values[slots[contacts_w]]
             getattr(snap, name).append(values if name == "contact_index" else values.astype(np.float64))
-
-
-def world_matrices(topo, rows: np.ndarray) -> list[np.ndarray]:
-    """Per world, the dense internal matrix assembled from the sparse lower-triangle rows."""
-    out = []
-    for w in range(topo.world_count):
-        s, e = int(topo.world_dof_start[w]), int(topo.world_dof_start[w + 1])
-        M = np.zeros((e - s, e - s))
-        for i in range(s, e):
-            j, rs, di = i, topo.dof_row_start[i], topo.dof_depth[i]
-            while j >= 0:
-                M[i - s, j - s] = M[j - s, i - s] = rows[rs + di - topo.dof_depth[j]]
-                j = topo.dof_parent[j]
-        out.append(M)
-    return out
 
 
 def _velocity_maps(solver, v0_int: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:

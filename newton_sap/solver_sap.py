@@ -23,6 +23,7 @@ import warp as wp
 
 from . import dynamics, factorization, integration, kinematics
 from .constraints.dispatch import slots_per_thread
+from .host_matrices import tree_inverse_diagonal
 from .joint_constraints import mimic_tables
 from .model_checks import (
     check_gravity,
@@ -48,7 +49,7 @@ from .observables import (
 )
 from .options import FLOAT32_MAX, FLOAT32_TINY, SapOptions
 from .sap import SapSolver
-from .snapshot import SapSnapshot, take_snapshot, world_matrices
+from .snapshot import SapSnapshot, take_snapshot
 from .spatial import Inertia10
 from .topology import (
     JOINT_BALL,
@@ -59,6 +60,7 @@ from .topology import (
     JOINT_REVOLUTE,
     bucket_views,
     build_topology,
+    entity_list,
     to_device,
 )
 
@@ -210,6 +212,7 @@ class SolverSAP(newton.solvers.SolverBase):
         self._zero_joint_f = zeros(max(model.joint_dof_count, 1))
         self._zero_body_f = zeros(nb, wp.spatial_vector)
         self._zero_body_gravcomp = zeros(nb)
+        self._reference_state = None  # MuJoCo's qpos0, made the first time a dampratio is resolved
         self._scratch_body_qd = zeros(nb, wp.spatial_vector)
         self._subtree_wrench = zeros(nb, wp.spatial_vector)  # BODY_PARENT_F's sums (observables.py)
         self._static_tables(topo, device)
@@ -249,9 +252,9 @@ class SolverSAP(newton.solvers.SolverBase):
             warn_soft_rows(model, stacklevel=4)
         if flags & (F.ACTUATOR_PROPERTIES | F.JOINT_DOF_PROPERTIES):  # servos give way to Newton's drives
             warn_mujoco_actuation(model, topo, stacklevel=4)
-        actuation = F.ACTUATOR_PROPERTIES | F.MODEL_PROPERTIES | F.JOINT_DOF_PROPERTIES | inertial  # dampratio: inertia
-        if flags & actuation and self._actuators is not None:
-            self._actuators.refresh(self._reference_inverse_inertia)
+        damping = F.ACTUATOR_PROPERTIES | F.JOINT_DOF_PROPERTIES | inertial  # what dampratio's damping depends on
+        if flags & (damping | F.MODEL_PROPERTIES) and self._actuators is not None:
+            self._actuators.refresh(self._reference_inverse_inertia, resolve_dampratio=bool(flags & damping))
         if flags & (F.CONSTRAINT_PROPERTIES | F.JOINT_PROPERTIES):
             warn_half_enabled(model, topo.loop_joints, stacklevel=4)
         if flags & F.CONSTRAINT_PROPERTIES and topo.dof_count:
@@ -308,11 +311,12 @@ class SolverSAP(newton.solvers.SolverBase):
         shape materials and gravity from the model, so changed values act from the next step on. This call
         checks the values ``flags`` names as the constructor does (``ModelError`` naming the body, joint or
         shape), refreshes the mimic tables (``CONSTRAINT_PROPERTIES``) and drops the kinematics kept from
-        the last step. It allocates nothing, so a captured graph stays valid and replays the new values
-        (domain randomization between replays). The one exception: a model that gains its first drive,
-        finite limit, joint friction or mimic coupling, or loses its last, changes what a step launches;
-        steps pick it up, and a warning says that graphs captured before must be captured again. Joint
-        types, parents and articulations are fixed at ``finalize``: build a new solver for a new model."""
+        the last step; MuJoCo's ``dampratio`` is resolved again from the current inertias (actuator, inertial or
+        joint dof flags; ``mujoco_actuation``). The buffers steps read stay the same arrays, so a captured graph
+        stays valid and replays the new values (domain randomization between replays). The one exception: a model
+        that gains its first drive, finite limit, joint friction or mimic coupling, or loses its last, changes what a
+        step launches; steps pick it up, and a warning says that graphs captured before must be captured again.
+        Joint types, parents and articulations are fixed at ``finalize``: build a new solver for a new model."""
         self._refresh_model_values(flags)
 
     # ------------------------------------------------------------------ stepping
@@ -534,31 +538,44 @@ class SolverSAP(newton.solvers.SolverBase):
             resolved.joint_f = self._actuators.add_to(joint_f, control)
         return resolved
 
-    def _reference_inverse_inertia(self) -> np.ndarray:
+    def _reference_inverse_inertia(self, dofs: np.ndarray) -> np.ndarray:
         """Per Newton dof, ``(M⁻¹)_ii`` [1/kg or 1/(kg·m²)] at the reference configuration, MuJoCo's ``qpos0`` (the
         scalar coordinates at 0, Newton's for a joint at its MJCF ``ref``; balls at identity; free and distance joints
-        as in ``model.joint_q``), M with armature, from this solver's own CRBA; 0 for dofs outside the trees. MuJoCo's
-        ``dof_invweight0`` of a hinge or slide, which ``dampratio`` reads (``mujoco_actuation``). Overwrites the
-        dynamics' buffers (the next step computes them again)."""
+        as in ``model.joint_q``), M with armature, from this solver's own CRBA, for the trees holding the Newton dofs
+        ``dofs`` (each tree block inverted on its own), 0 elsewhere: MuJoCo's ``dof_invweight0`` of a hinge or slide,
+        which ``dampratio`` reads (``mujoco_actuation``). A kinematic body's dof gets 1 (its decoupled row); a tree
+        whose block is singular there gets 0, and a warning names its joints. Overwrites the dynamics' buffers
+        (``_refresh_model_values`` then drops the kinematics kept from the last step)."""
         model, topo = self.model, self.topology
+        internal = np.full(model.joint_dof_count, -1)
+        internal[topo.dof_public] = np.arange(topo.dof_count)
+        dofs = internal[np.asarray(dofs, np.int64)]
+        inverse = np.zeros(model.joint_dof_count)
+        if not (dofs >= 0).any():
+            return inverse
         q = model.joint_q.numpy().copy()
         q_start, joint_type = model.joint_q_start.numpy(), model.joint_type.numpy()
-        for j in range(model.joint_count):
-            coords = slice(int(q_start[j]), int(q_start[j + 1]))
-            if joint_type[j] in (JOINT_REVOLUTE, JOINT_PRISMATIC, JOINT_D6):
-                q[coords] = 0.0
-            elif joint_type[j] == JOINT_BALL:
-                q[coords] = (0.0, 0.0, 0.0, 1.0)
-        state = model.state()
+        coord_joint_type = np.repeat(joint_type, np.diff(q_start))
+        q[np.isin(coord_joint_type, (JOINT_REVOLUTE, JOINT_PRISMATIC, JOINT_D6))] = 0.0
+        balls = q_start[:-1][joint_type == JOINT_BALL]
+        q[balls[:, None] + np.arange(4)] = (0.0, 0.0, 0.0, 1.0)
+        if self._reference_state is None:
+            self._reference_state = model.state()
+        state = self._reference_state
         state.joint_q.assign(q)
         state.joint_qd.zero_()
         self._dynamics(state, None, None, 1.0, step_terms=0, include_external=0)
-        inverse = np.zeros(model.joint_dof_count)
-        for w, M in enumerate(world_matrices(topo, self._rows.numpy().astype(np.float64))):
-            s, e = int(topo.world_dof_start[w]), int(topo.world_dof_start[w + 1])
-            if e > s:
-                inverse[topo.dof_public[s:e]] = np.diag(np.linalg.inv(M))
-        self._kinematics_q.fill_(np.nan)
+        rows = self._rows.numpy().astype(np.float64)
+        diagonal, singular = tree_inverse_diagonal(topo, rows, topo.dof_tree[dofs[dofs >= 0]])
+        if len(singular):
+            joints = np.unique(topo.dof_joint[np.isin(topo.dof_tree, singular)])
+            warnings.warn(
+                f"the mass matrix of the tree of {entity_list(list(model.joint_label), joints, 'joint')} is singular "
+                "at the reference configuration (MuJoCo's qpos0): the dampratio of its drives gives no damping",
+                UserWarning,
+                stacklevel=4,
+            )
+        inverse[topo.dof_public] = diagonal
         return inverse
 
     def _body_gravcomp(self) -> wp.array:

@@ -246,15 +246,22 @@ def test_a_servo_is_an_implicit_pd_drive_clamped_by_its_force_range(ctrl):
     assert (-20.0 <= torque <= 60.0) == inside
 
 
-def test_without_a_control_servos_hold_ctrl_zero():
-    """No ``control`` (MuJoCo's ``ctrl`` starts at 0): the servo acts with u = 0, as a zero control does."""
-    model = disk_on_hinge('ref="20"', SERVO)
+@pytest.mark.parametrize(
+    "actuator",
+    [SERVO, '<general joint="axle" gainprm="3" biastype="affine" biasprm="0.25 0 0"/>'],
+)
+def test_without_a_control_actuators_act_at_ctrl_zero(actuator):
+    """No ``control`` (MuJoCo's ``ctrl`` starts at 0): the servo, and a motor with a constant bias 0.25 N·m, act with
+    u = 0, as a zero control does (the motor spins the disk at ``Δt 0.25 / I``)."""
+    model = disk_on_hinge('ref="20"', actuator)
     spins = []
     for control in (None, model.control()):
         s0, s1 = model.state(), model.state()
         newton_sap.SolverSAP(model).step(s0, s1, control, None, 0.01)
         spins.append(float(s1.joint_qd.numpy()[0]))
     assert spins[0] == spins[1] != 0.0
+    if actuator != SERVO:
+        assert spins[0] == pytest.approx(0.01 * 0.25 / 0.04, rel=1e-5)
 
 
 SERVO_ARM = """
@@ -463,3 +470,31 @@ def test_a_critically_damped_position_drive_does_not_overshoot(ctrl_direct):
         peak = max(peak, float(s0.joint_q.numpy()[0]))
     assert peak < 0.5 + 1e-5
     assert float(s0.joint_q.numpy()[0]) == pytest.approx(0.5, abs=1e-3)
+
+
+def test_dampratio_on_a_singular_tree_or_a_velocity_drive_is_named():
+    """A ``<position dampratio>`` servo below a massless body (its tree's mass matrix singular at qpos0): the solver is
+    built, a warning names the tree's joints and the servo gets no damping; a ``<position dampratio>`` whose drive
+    Newton's importer makes POSITION_VELOCITY (a ``<velocity>`` on the same joint) is named as not applied."""
+    singular = """
+<mujoco>
+  <worldbody>
+    <body name="a" pos="0 0 1">
+      <joint name="h1" type="hinge" axis="0 0 1"/>
+      <inertial pos="0 0 0" mass="0" diaginertia="0 0 0"/>
+      <body name="b">
+        <joint name="h2" type="hinge" axis="0 0 1"/>
+        <geom type="box" size="0.1 0.1 0.1" pos="0.3 0 0" mass="1"/>
+      </body>
+    </body>
+  </worldbody>
+  <actuator><position joint="h2" kp="10" dampratio="1"/></actuator>
+</mujoco>
+"""
+    model = mjcf_model(singular, ctrl_direct=True)
+    with pytest.warns(UserWarning, match=r"the mass matrix of the tree of joint 0 .*, joint 1 .* is singular"):
+        solver = newton_sap.SolverSAP(model)
+    assert solver._actuators.servo_dampratio_kv.numpy().tolist() == [0.0]
+    both = disk_mjcf("", '<position joint="axle" kp="10" dampratio="1"/><velocity joint="axle" kv="0.2"/>')
+    with pytest.warns(UserWarning, match=r"the dampratio of actuator 0 \(joint '.*axle'\), joint drives imported"):
+        newton_sap.SolverSAP(mjcf_model(both))
