@@ -226,6 +226,7 @@ def joint_constraint_rows(
     dof_servo_drive: wp.array(dtype=wp.vec4),
     dof_servo_effort: wp.array(dtype=wp.vec2),
     dof_dampratio_kd: wp.array(dtype=float),
+    dof_drive_ranges: wp.array(dtype=wp.vec4),
     v0: wp.array(dtype=float),
     tau: wp.array(dtype=float),
     A_inv_diag: wp.array(dtype=float),
@@ -242,7 +243,9 @@ def joint_constraint_rows(
 ):
     """Drive, limit, friction and mimic rows of dof i, with their velocities ``J v0`` at the step's start. The
     drive is Newton's (``joint_target_*``, feed-forward ``joint_act``; a POSITION drive with ``joint_target_kd`` 0
-    takes ``dof_dampratio_kd``, its imported ``dampratio`` resolved, 0 without) where its gains act, else a MuJoCo
+    takes ``dof_dampratio_kd``, its imported ``dampratio`` resolved, 0 without; ``dof_drive_ranges`` ``(t_lo, t_hi,
+    u_ff, e)`` with ``e ≥ 0`` bound its target and set its effort range, the ranges of the MJCF actuator it was
+    imported from) where its gains act, else a MuJoCo
     servo's (``dof_servo_drive`` ``(Kp, Kd, q_target, v_target)`` and ``dof_servo_effort`` ``(u_ff, e)``:
     ``mujoco_actuation.dof_actuation``) where it has one. A limit side is added when violated or when the step may
     reach it, ``g0 ≤ 2 Δt max(|v0|, |v0 + Δt τ/A_ii|)`` (SAP.md §5's window, v* estimated from diag(A)); the window
@@ -299,6 +302,14 @@ def joint_constraint_rows(
     v_target = float(target_qd[p])
     u_ff = float(joint_act[p])
     effort = float(joint_effort_limit[p])
+    ranges = dof_drive_ranges[p]
+    if ranges[3] >= 0.0 and joint_target_mode[p] != MODE_POSITION_VELOCITY:  # the imported actuator's ranges
+        if joint_target_mode[p] == MODE_POSITION:
+            q_target = wp.clamp(q_target, ranges[0], ranges[1])
+        else:
+            v_target = wp.clamp(v_target, ranges[0], ranges[1])
+        u_ff += ranges[2]
+        effort = ranges[3]
     if kp <= 0.0 and kv <= 0.0:  # no Newton drive: a MuJoCo servo's, if any
         servo = dof_servo_drive[p]
         servo_effort = dof_servo_effort[p]

@@ -38,8 +38,14 @@ model as it is, so a drive whose ``joint_target_kd`` is set back to 0 takes it a
 ``notify_model_changed`` with actuator, inertial or joint dof properties (SolverMuJoCo resolves a drive's once, at
 construction). A kinematic root counts as fixed (SolverMuJoCo's value is the free body's).
 
+Newton's joint drive imported from a ``<position>`` (POSITION mode) or ``<velocity>`` (VELOCITY mode) takes that
+actuator's ranges (:func:`drive_sources`): its target bounded by the ``ctrlrange`` (MuJoCo's ctrl is the target plus
+the joint's ``ref`` for a position), its force by the ``forcerange`` within the joint's effort limit left by the
+motors, as SolverMuJoCo's actuators are.
+
 The other ctrl-driven actuators (also those on dofs outside the trees, of loop-closing joints), a servo on a dof that
-has Newton's joint drive or an earlier servo, and the drives' force and control ranges are named in warnings.
+has Newton's joint drive or an earlier servo, and the ranges of drives in POSITION_VELOCITY mode or on BALL joints are
+named in warnings.
 """
 
 from __future__ import annotations
@@ -137,12 +143,15 @@ def warn_mujoco_actuation(model: newton.Model, topo: Topology, stacklevel: int) 
             )
         ranged = _limited(mj.actuator_forcelimited.numpy(), mj.actuator_has_forcerange.numpy())
         ranged |= _limited(mj.actuator_ctrllimited.numpy(), mj.actuator_has_ctrlrange.numpy())
-        rows = np.nonzero(ranged[:count] & ~direct)[0]
+        ranged = ranged[:count] & ~direct
+        ranged[drive_sources(model, topo)] = False
+        rows = np.nonzero(ranged)[0]
         if len(rows):
             warnings.warn(
                 f"the force or control ranges of {_actuator_names(model, rows)}, joint drives imported from MJCF, are "
-                "applied only by SolverMuJoCo; SolverSAP clamps a drive by joint_effort_limit and takes its targets as "
-                "given",
+                "applied only by SolverMuJoCo: their drive is in POSITION_VELOCITY mode, on a BALL joint, takes the "
+                "ranges of another actuator or does not act; SolverSAP clamps such a drive by joint_effort_limit and "
+                "takes its targets as given",
                 UserWarning,
                 stacklevel=stacklevel,
             )
@@ -334,11 +343,41 @@ def add_motor_forces(
     wp.atomic_add(dof_motor_f_out, trnid[k][0], gear[k][0] * f)
 
 
+@wp.func
+def effort_range(
+    k: int,
+    gear: float,
+    e: float,
+    motor: float,
+    forcelimited: wp.array(dtype=wp.int32),
+    has_forcerange: wp.array(dtype=wp.int32),
+    forcerange: wp.array(dtype=wp.vec2),
+):
+    """``(τ_mid, e_half)`` [N·m or N]: the midpoint and half width of the range of actuator k's joint force, ``gear ·
+    forcerange`` (where MuJoCo clamps by it) within ``[−e − m, e − m]``, what the joint's effort limit e leaves after
+    its motors' force m; half width infinite (midpoint 0) without either bound."""
+    lo = -e - motor
+    hi = e - motor
+    if forcelimited[k] == LIMITED or (forcelimited[k] == AUTO and has_forcerange[k] != 0):
+        bounds = forcerange[k]
+        narrowed_lo = wp.clamp(wp.min(gear * bounds[0], gear * bounds[1]), lo, hi)
+        narrowed_hi = wp.clamp(wp.max(gear * bounds[0], gear * bounds[1]), lo, hi)
+        lo = narrowed_lo
+        hi = narrowed_hi
+    mid = float(0.0)
+    half = hi - lo  # infinite: no effort limit and no force range
+    if wp.isfinite(half):
+        mid = 0.5 * (lo + hi)
+        half = 0.5 * half
+    return mid, half
+
+
 @wp.kernel
 def dof_actuation(
     # model
     joint_effort_limit: wp.array(dtype=float),
     dof_servo: wp.array(dtype=wp.int32),
+    dof_drive_source: wp.array(dtype=wp.int32),
     servo_dampratio_kv: wp.array(dtype=float),
     dof_ref: wp.array(dtype=float),
     gear: wp.array(dtype=vec6),
@@ -360,20 +399,26 @@ def dof_actuation(
     joint_f_out: wp.array(dtype=float),
     dof_servo_drive_out: wp.array(dtype=wp.vec4),
     dof_servo_effort_out: wp.array(dtype=wp.vec2),
+    dof_drive_ranges_out: wp.array(dtype=wp.vec4),
 ):
     """Per dof i with effort limit e (``joint_effort_limit``, SolverMuJoCo's joint actuator force range, which clamps
-    the sum of the joint's actuator forces ``m + τ``: the motors' ``m`` and the servo's ``τ``):
+    the sum of the joint's actuator forces: the motors' m, and the servo's or the drive's):
 
-    * ``joint_f_out = joint_f + m + τ_mid`` with ``m`` the motors' sum clamped to ``±e``;
+    * ``joint_f_out = joint_f + m + τ_mid`` with ``m`` the motors' sum clamped to ``±e`` and ``τ_mid`` the midpoint of
+      the servo's or drive's effort range (:func:`effort_range`);
     * its servo k (``dof_servo``, -1 for none) with gear s, bias ``(b0, b1, b2)`` (a ``dampratio`` ``b2 > 0`` is
       ``−servo_dampratio_kv[k]``) and ``a = g u + b0``, the force
       ``τ = s clamp(a + b1 s (q + ref) + b2 s q̇, forcerange)`` as a PD drive on the dof ``Kp (q_t − q) + Kd (v_t −
       q̇) + u_ff``: ``dof_servo_drive = (Kp, Kd, q_t, v_t)`` with ``(Kp, Kd) = (−b1 s², −b2 s²)`` [N·m/rad,
       N·m·s/rad or N/m, N·s/m] and the set-point ``u0 = s (a + b1 s ref)`` (the force at ``q = q̇ = 0``) as a target,
       ``q_t = u0 / Kp`` (or ``v_t = u0 / Kd`` for ``Kp = 0``), so the drive's near-rigid rescaling of its gains keeps
-      it; ``dof_servo_effort = (u_ff, e_half)``: ``u_ff = −τ_mid`` with ``[τ_lo, τ_hi]`` its range ``s ·
-      forcerange`` within ``[−e − m, e − m]`` and ``τ_mid`` its midpoint, ``e_half`` its half width; zeros without a
-      servo. A control that is not finite makes ``joint_f_out`` NaN, which flags its world failed."""
+      it; ``dof_servo_effort = (−τ_mid, e_half)`` of its range ``s · forcerange``; zeros without a servo. A control
+      that is not finite makes ``joint_f_out`` NaN, which flags its world failed;
+    * the MJCF actuator j that Newton's joint drive of the dof was imported from (``dof_drive_source``, -1 for none):
+      ``dof_drive_ranges = (t_lo, t_hi, −τ_mid, e_half)``, the bounds of the drive's target (its ``ctrlrange``, where
+      MuJoCo clamps by it, less the joint's ``ref`` for a position target: MuJoCo's ctrl is ``target + ref``;
+      unbounded else) and its effort range ``forcerange`` (gear 1: the drive is in joint space); ``(0, 0, 0, −1)``
+      without one."""
     i = wp.tid()
     e = joint_effort_limit[i]
     motor = dof_motor_f[i]
@@ -382,24 +427,13 @@ def dof_actuation(
     f = joint_f[i] + motor
     drive = wp.vec4(0.0)
     effort = wp.vec2(0.0)
+    ranges = wp.vec4(0.0, 0.0, 0.0, -1.0)
     k = dof_servo[i]
     if k >= 0:
         s = gear[k][0]
         b = biasprm[k]
         a = control_force(k, clamp_ctrl, ctrl, gainprm, biastype, biasprm, ctrllimited, has_ctrlrange, ctrlrange)
-        lo = -e - motor
-        hi = e - motor
-        if forcelimited[k] == LIMITED or (forcelimited[k] == AUTO and has_forcerange[k] != 0):
-            bounds = forcerange[k]
-            narrowed_lo = wp.clamp(wp.min(s * bounds[0], s * bounds[1]), lo, hi)
-            narrowed_hi = wp.clamp(wp.max(s * bounds[0], s * bounds[1]), lo, hi)
-            lo = narrowed_lo
-            hi = narrowed_hi
-        mid = float(0.0)
-        half = hi - lo  # infinite: no effort limit and no force range
-        if wp.isfinite(half):
-            mid = 0.5 * (lo + hi)
-            half = 0.5 * half
+        mid, half = effort_range(k, s, e, motor, forcelimited, has_forcerange, forcerange)
         b2 = b[2]
         if b2 > 0.0:  # a dampratio, resolved
             b2 = -servo_dampratio_kv[k]
@@ -414,9 +448,23 @@ def dof_actuation(
         f += mid
         if not wp.isfinite(a):
             f = a
+    j = dof_drive_source[i]
+    if j >= 0:
+        mid, half = effort_range(j, 1.0, e, motor, forcelimited, has_forcerange, forcerange)
+        t_lo = -wp.inf
+        t_hi = wp.inf
+        if clamp_ctrl == 1 and (ctrllimited[j] == LIMITED or (ctrllimited[j] == AUTO and has_ctrlrange[j] != 0)):
+            offset = float(0.0)
+            if biasprm[j][1] < 0.0:  # a position target: MuJoCo's ctrl is the target plus the joint's ref
+                offset = dof_ref[i]
+            t_lo = ctrlrange[j][0] - offset
+            t_hi = ctrlrange[j][1] - offset
+        ranges = wp.vec4(t_lo, t_hi, -mid, half)
+        f += mid
     joint_f_out[i] = f
     dof_servo_drive_out[i] = drive
     dof_servo_effort_out[i] = effort
+    dof_drive_ranges_out[i] = ranges
 
 
 def _drive_dampratio_rows(model: newton.Model, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -440,6 +488,37 @@ def _dampratio_drive_dofs(model: newton.Model, count: int) -> tuple[np.ndarray, 
     return dofs[keep], model.mujoco.actuator_biasprm.numpy()[rows[keep], 2]
 
 
+def drive_sources(model: newton.Model, topo: Topology) -> np.ndarray:
+    """Per Newton dof, the MJCF actuator its joint drive was imported from whose force or control range SolverSAP
+    applies (``dof_actuation``), -1 for none: a JOINT_TARGET actuator with a range, the first on a scalar tree dof
+    whose drive acts (:func:`joint_constraints.newton_drive_dofs`) in the actuator's mode, a ``<position>`` (a position
+    servo's form) in POSITION mode or a ``<velocity>`` (``b1 = 0``, ``b2 = −gain < 0``) in VELOCITY mode."""
+    sources = np.full(model.joint_dof_count, -1, np.int32)
+    count = _actuator_count(model)
+    if not count:
+        return sources
+    mj = model.mujoco
+    gain = mj.actuator_gainprm.numpy()[:count, 0]
+    bias = mj.actuator_biasprm.numpy()[:count]
+    affine = mj.actuator_biastype.numpy()[:count] == BIAS_AFFINE
+    velocity_like = affine & (bias[:, 1] == 0.0) & (bias[:, 2] < 0.0) & (gain == -bias[:, 2])
+    dof = mj.actuator_trnid.numpy()[:count, 0]
+    on_joint = np.isin(mj.actuator_trntype.numpy()[:count], (TRN_JOINT, TRN_JOINT_IN_PARENT))
+    on_dof = on_joint & (dof >= 0) & (dof < model.joint_dof_count)
+    dof = np.where(on_dof, dof, 0)
+    ranged = _limited(mj.actuator_forcelimited.numpy()[:count], mj.actuator_has_forcerange.numpy()[:count])
+    ranged |= _limited(mj.actuator_ctrllimited.numpy()[:count], mj.actuator_has_ctrlrange.numpy()[:count])
+    mode = model.joint_target_mode.numpy()[dof]
+    fits = (_position_like(model, count) & (mode == int(newton.JointTargetMode.POSITION))) | (
+        velocity_like & (mode == int(newton.JointTargetMode.VELOCITY))
+    )
+    driven = scalar_tree_dofs(model, topo)[dof] & newton_drive_dofs(model)[dof]
+    rows = np.nonzero((mj.ctrl_source.numpy()[:count] == CTRL_JOINT_TARGET) & on_dof & ranged & fits & driven)[0]
+    _, first = np.unique(dof[rows], return_index=True)
+    sources[dof[rows[first]]] = rows[first]
+    return sources
+
+
 def _unresolved_drive_dampratio(model: newton.Model, count: int) -> np.ndarray:
     """The actuators of :func:`_drive_dampratio_rows` whose drive is not in POSITION mode (their dampratio acts in
     neither SolverSAP nor SolverMuJoCo)."""
@@ -460,6 +539,7 @@ class MujocoActuators:
         dof_servo_drive: wp.array,
         dof_servo_effort: wp.array,
         dof_dampratio_kd: wp.array,
+        dof_drive_ranges: wp.array,
     ):
         self.model = model
         self.topo = topo
@@ -468,6 +548,7 @@ class MujocoActuators:
         ndof = max(model.joint_dof_count, 1)
         self.is_motor = wp.zeros(self.count, dtype=wp.int32, device=device)
         self.dof_servo = wp.full(ndof, -1, dtype=wp.int32, device=device)
+        self.dof_drive_source = wp.full(ndof, -1, dtype=wp.int32, device=device)
         self.servo_dampratio_kv = wp.zeros(self.count, dtype=float, device=device)  # resolved b2 > 0, else 0
         self.zero_ctrl = wp.zeros(self.count, dtype=float, device=device)
         self.zero_dof_ref = wp.zeros(ndof, dtype=float, device=device)  # for a model without model.mujoco.dof_ref
@@ -476,9 +557,10 @@ class MujocoActuators:
         self.dof_servo_drive = dof_servo_drive
         self.dof_servo_effort = dof_servo_effort
         self.dof_dampratio_kd = dof_dampratio_kd
+        self.dof_drive_ranges = dof_drive_ranges
         self.any = False
         self.any_servo = False
-        self.act_at_zero_ctrl = False  # some servo, or a motor with a force at ctrl 0 (see add_to)
+        self.act_at_zero_ctrl = False  # some servo or drive range, or a motor with a force at ctrl 0 (see add_to)
         self.clamp_ctrl = 1
 
     def refresh(self, reflected_inverse_inertia, resolve_dampratio: bool) -> None:
@@ -495,14 +577,19 @@ class MujocoActuators:
         dof_servo = np.full(self.dof_servo.shape[0], -1, np.int32)
         dof_servo[mj.actuator_trnid.numpy()[servos, 0]] = servos
         self.dof_servo.assign(dof_servo)
+        sources = drive_sources(self.model, self.topo)
+        self.dof_drive_source.assign(sources[: self.dof_drive_source.shape[0]])
         if resolve_dampratio:
             self._resolve_dampratio(servos, reflected_inverse_inertia)
         self.any_servo = bool(len(servos))
-        self.any = bool(len(motors)) or self.any_servo
-        self.act_at_zero_ctrl = self.any_servo or bool(_motors_act_at_zero_ctrl(self.model, motors).any())
-        if not self.any_servo:
+        ranged_drives = bool((sources >= 0).any())
+        self.any = bool(len(motors)) or self.any_servo or ranged_drives
+        self.act_at_zero_ctrl = self.any_servo or ranged_drives
+        self.act_at_zero_ctrl |= bool(_motors_act_at_zero_ctrl(self.model, motors).any())
+        if not self.any:
             self.dof_servo_drive.zero_()
             self.dof_servo_effort.zero_()
+            self.dof_drive_ranges.fill_(wp.vec4(0.0, 0.0, 0.0, -1.0))
         clampctrl = getattr(mj, "flag_clampctrl", None)
         self.clamp_ctrl = int(clampctrl is None or bool(clampctrl.numpy().all()))
 
@@ -557,22 +644,27 @@ class MujocoActuators:
         wp.launch(
             dof_actuation,
             dim=model.joint_dof_count,
-            inputs=[model.joint_effort_limit, self.dof_servo, self.servo_dampratio_kv,
+            inputs=[model.joint_effort_limit, self.dof_servo, self.dof_drive_source, self.servo_dampratio_kv,
                     dof_ref if dof_ref is not None else self.zero_dof_ref,
                     mj.actuator_gear, mj.actuator_gainprm, *bias, *ranges, self.clamp_ctrl, ctrl, joint_f,
                     self.dof_motor_f],
-            outputs=[self.joint_f, self.dof_servo_drive, self.dof_servo_effort],
+            outputs=[self.joint_f, self.dof_servo_drive, self.dof_servo_effort, self.dof_drive_ranges],
             device=model.device,
         )  # fmt: skip
         return self.joint_f
 
 
 def mujoco_actuators(
-    model: newton.Model, topo: Topology, dof_servo_drive: wp.array, dof_servo_effort: wp.array, dof_dampratio_kd
+    model: newton.Model,
+    topo: Topology,
+    dof_servo_drive: wp.array,
+    dof_servo_effort: wp.array,
+    dof_dampratio_kd: wp.array,
+    dof_drive_ranges: wp.array,
 ) -> MujocoActuators | None:
     """:class:`MujocoActuators` for a model with Newton's MuJoCo actuators (writing the servos' drive parameters and
     the imported drives' resolved damping into the arrays given, per dof; :meth:`MujocoActuators.refresh` before the
     first step), else None."""
     if not _actuator_count(model):
         return None
-    return MujocoActuators(model, topo, dof_servo_drive, dof_servo_effort, dof_dampratio_kd)
+    return MujocoActuators(model, topo, dof_servo_drive, dof_servo_effort, dof_dampratio_kd, dof_drive_ranges)

@@ -221,7 +221,12 @@ class SolverSAP(newton.solvers.SolverBase):
         self._dense_blocks_used = int(not self._tree_ldlt or self._sap.uses_pcg)  # free motion, PCG
         # MuJoCo motors and servos driven by control.mujoco.ctrl (added to joint_f, drive rows)
         self._actuators = mujoco_actuators(
-            model, topo, self._sap.dof_servo_drive, self._sap.dof_servo_effort, self._sap.dof_dampratio_kd
+            model,
+            topo,
+            self._sap.dof_servo_drive,
+            self._sap.dof_servo_effort,
+            self._sap.dof_dampratio_kd,
+            self._sap.dof_drive_ranges,
         )
         self._joint_rows = False  # any drive, finite limit or joint friction (_validate_joint_drives_and_limits)
         self._mimic_rows = False  # any mimic coupling

@@ -431,6 +431,7 @@ ACTUATED_MJCF = """
     <position joint="lift" kp="100" kv="2"/>
     <general joint="twist" dyntype="filter" dynprm="0.1" gainprm="2" ctrlrange="-1 1"/>
     <motor joint="lift" gear="2"/>
+    <velocity joint="spin" kv="3"/>
   </actuator>
 </mujoco>
 """
@@ -438,9 +439,9 @@ ACTUATED_MJCF = """
 
 def test_actuation_only_solver_mujoco_applies_is_named_in_warnings():
     """Newton's MJCF importer keeps a ``<general>`` actuator with activation dynamics (driven by
-    ``control.mujoco.ctrl``) and a drive's ctrlrange for SolverMuJoCo alone: each is named. A ``<position>`` actuator
-    with plain gains is Newton's joint drive, its ``dampratio`` its damping, a ``<motor>`` a force and a body's
-    gravcomp a share of its weight, which SolverSAP applies: not named."""
+    ``control.mujoco.ctrl``) and the ctrlrange of a drive that a ``<velocity>`` on its joint makes POSITION_VELOCITY
+    for SolverMuJoCo alone: each is named. A ``<position>`` actuator with plain gains is Newton's joint drive, a
+    ``<motor>`` a force and a body's gravcomp a share of its weight, which SolverSAP applies: not named."""
     b = newton.ModelBuilder()
     b.add_mjcf(ACTUATED_MJCF)
     with warnings.catch_warnings(record=True) as record:

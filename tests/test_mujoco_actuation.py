@@ -498,3 +498,54 @@ def test_dampratio_on_a_singular_tree_or_a_velocity_drive_is_named():
     both = disk_mjcf("", '<position joint="axle" kp="10" dampratio="1"/><velocity joint="axle" kv="0.2"/>')
     with pytest.warns(UserWarning, match=r"the dampratio of actuator 0 \(joint '.*axle'\), joint drives imported"):
         newton_sap.SolverSAP(mjcf_model(both))
+
+
+def hold_targets(model, solver, dt: float, steps: int, target_q=None, target_qd=None):
+    """The state after ``steps`` steps of ``dt`` from the model's initial state with Newton's joint targets."""
+    s0, s1 = model.state(), model.state()
+    control = model.control()
+    if target_q is not None:
+        control.joint_target_q.assign(np.asarray(target_q, np.float32))
+    if target_qd is not None:
+        control.joint_target_qd.assign(np.asarray(target_qd, np.float32))
+    for _ in range(steps):
+        solver.step(s0, s1, control, None, dt)
+        s0, s1 = s1, s0
+    return s0
+
+
+@pytest.mark.parametrize(
+    ("actuator", "targets", "spin"),
+    [
+        ('<position joint="axle" kp="100" forcerange="-0.5 2"/>', {"target_q": [1.0]}, 0.01 * 2.0 / 0.04),
+        ('<position joint="axle" kp="100" forcerange="-0.5 2"/>', {"target_q": [-1.0]}, -0.01 * 0.5 / 0.04),
+        ('<velocity joint="axle" kv="5" forcerange="-0.2 0.2" ctrlrange="-3 3"/>', {"target_qd": [10.0]}, 0.05),
+        ('<velocity joint="axle" kv="1" ctrlrange="-3 3"/>', {"target_qd": [10.0]}, 0.01 * 3.0 / (0.04 + 0.01)),
+    ],
+)
+def test_imported_drives_take_their_actuators_ranges(actuator, targets, spin):
+    """Newton's joint drives imported from a ``<position>``/``<velocity>`` with a ``forcerange`` (asymmetric) or a
+    ``ctrlrange``: one step of 10 ms from rest on the disk (I = 0.04 kg·m²) is clamped as MuJoCo clamps (SolverMuJoCo's
+    CPU build gives the same): ``Δt τ_bound / I`` past the force range, and a velocity target of 10 rad/s taken as the
+    ctrlrange's 3 (``Kd (3 − v) = I v / Δt``, Kd = 1 N·m·s/rad)."""
+    model = mjcf_model(disk_mjcf("", actuator), gravity=ZERO_GRAVITY)
+    for solver in (
+        newton_sap.SolverSAP(model),
+        newton.solvers.SolverMuJoCo(model, use_mujoco_cpu=True, disable_contacts=True),
+    ):
+        state = hold_targets(model, solver, 0.01, 1, **targets)
+        assert float(state.joint_qd.numpy()[0]) == pytest.approx(spin, rel=2e-3)
+
+
+def test_an_imported_position_target_is_clamped_to_its_ctrlrange_past_the_joints_ref():
+    """``<position kp="10" kv="2" ctrlrange="-0.3 0.3">`` on the disk's hinge with ``ref`` 20°: MuJoCo's ctrl is the
+    Newton target plus ref, so a target of 1 rad is held at ``0.3 − ref`` (−0.049 rad), as SolverMuJoCo holds it."""
+    model = mjcf_model(disk_mjcf('ref="20"', '<position joint="axle" kp="10" kv="2" ctrlrange="-0.3 0.3"/>'))
+    held = []
+    for solver in (
+        newton_sap.SolverSAP(model),
+        newton.solvers.SolverMuJoCo(model, use_mujoco_cpu=True, disable_contacts=True),
+    ):
+        held.append(float(hold_targets(model, solver, 0.01, 300, target_q=[1.0]).joint_q.numpy()[0]))
+    assert held[0] == pytest.approx(0.3 - np.deg2rad(20.0), abs=1e-4)
+    assert held[0] == pytest.approx(held[1], abs=1e-4)
