@@ -303,10 +303,10 @@ def joint_constraint_rows(
     u_ff = float(joint_act[p])
     effort = float(joint_effort_limit[p])
     ranges = dof_drive_ranges[p]
-    if ranges[3] >= 0.0 and joint_target_mode[p] != MODE_POSITION_VELOCITY:  # the imported actuator's ranges
+    if ranges[3] >= 0.0:  # the imported actuator's ranges, the effort the motors leave
         if joint_target_mode[p] == MODE_POSITION:
             q_target = wp.clamp(q_target, ranges[0], ranges[1])
-        else:
+        elif joint_target_mode[p] == MODE_VELOCITY:
             v_target = wp.clamp(v_target, ranges[0], ranges[1])
         u_ff += ranges[2]
         effort = ranges[3]

@@ -141,17 +141,17 @@ def warn_mujoco_actuation(model: newton.Model, topo: Topology, stacklevel: int) 
                 UserWarning,
                 stacklevel=stacklevel,
             )
-        ranged = _limited(mj.actuator_forcelimited.numpy(), mj.actuator_has_forcerange.numpy())
-        ranged |= _limited(mj.actuator_ctrllimited.numpy(), mj.actuator_has_ctrlrange.numpy())
-        ranged = ranged[:count] & ~direct
-        ranged[drive_sources(model, topo)] = False
+        ranged = _ranged(model, count) & ~direct
+        sources = drive_sources(model, topo)
+        ranged[sources[sources >= 0]] = False
         rows = np.nonzero(ranged)[0]
         if len(rows):
             warnings.warn(
                 f"the force or control ranges of {_actuator_names(model, rows)}, joint drives imported from MJCF, are "
-                "applied only by SolverMuJoCo: their drive is in POSITION_VELOCITY mode, on a BALL joint, takes the "
-                "ranges of another actuator or does not act; SolverSAP clamps such a drive by joint_effort_limit and "
-                "takes its targets as given",
+                "applied only by SolverMuJoCo: their drive is in POSITION_VELOCITY mode (SolverMuJoCo clamps its "
+                "position and velocity parts apart), in a mode of another kind, on a BALL joint or does not act, or "
+                "a later actuator of the dof gives the drive its ranges; SolverSAP takes such a drive's targets as "
+                "given",
                 UserWarning,
                 stacklevel=stacklevel,
             )
@@ -178,17 +178,33 @@ def warn_mujoco_actuation(model: newton.Model, topo: Topology, stacklevel: int) 
             )
 
 
-def _scalar_actuators(model: newton.Model, topo: Topology, count: int) -> np.ndarray:
-    """Per actuator, whether it is driven by ``control.mujoco.ctrl`` (CTRL_DIRECT) on one scalar dof of a tree
-    joint (a ``joint`` or ``jointinparent`` transmission on a hinge or slide of a REVOLUTE, PRISMATIC or D6 joint,
-    :func:`topology.scalar_tree_dofs`) with no activation dynamics, a fixed gain and no actuator damping or armature:
-    the form of the motors and servos."""
+def _on_scalar_dof(model: newton.Model, topo: Topology, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per actuator, whether it acts on one scalar dof of a tree joint (a ``joint`` or ``jointinparent`` transmission
+    on a hinge or slide of a REVOLUTE, PRISMATIC or D6 joint, :func:`topology.scalar_tree_dofs`), and that dof (0
+    where not)."""
     mj = model.mujoco
     dof = mj.actuator_trnid.numpy()[:count, 0]
     on_joint = np.isin(mj.actuator_trntype.numpy()[:count], (TRN_JOINT, TRN_JOINT_IN_PARENT))
     on_dof = on_joint & (dof >= 0) & (dof < model.joint_dof_count)
-    scalar = scalar_tree_dofs(model, topo)[np.where(on_dof, dof, 0)]
-    form = (mj.ctrl_source.numpy()[:count] == CTRL_DIRECT) & on_dof & scalar
+    dof = np.where(on_dof, dof, 0)
+    return on_dof & scalar_tree_dofs(model, topo)[dof], dof
+
+
+def _ranged(model: newton.Model, count: int) -> np.ndarray:
+    """Per actuator, whether MuJoCo clamps its force or its control by a range."""
+    mj = model.mujoco
+    ranged = _limited(mj.actuator_forcelimited.numpy(), mj.actuator_has_forcerange.numpy())
+    ranged |= _limited(mj.actuator_ctrllimited.numpy(), mj.actuator_has_ctrlrange.numpy())
+    return ranged[:count]
+
+
+def _scalar_actuators(model: newton.Model, topo: Topology, count: int) -> np.ndarray:
+    """Per actuator, whether it is driven by ``control.mujoco.ctrl`` (CTRL_DIRECT) on one scalar dof of a tree
+    joint (:func:`_on_scalar_dof`) with no activation dynamics, a fixed gain and no actuator damping or armature: the
+    form of the motors and servos."""
+    mj = model.mujoco
+    on_dof, _ = _on_scalar_dof(model, topo, count)
+    form = (mj.ctrl_source.numpy()[:count] == CTRL_DIRECT) & on_dof
     form &= mj.actuator_dyntype.numpy()[:count] == DYN_NONE
     form &= mj.actuator_gaintype.numpy()[:count] == GAIN_FIXED
     for name in ("actuator_damping", "actuator_armature"):  # MuJoCo 4's actuator-level damping and armature
@@ -238,6 +254,16 @@ def _motors_act_at_zero_ctrl(model: newton.Model, motors: np.ndarray) -> np.ndar
     limited = _limited(mj.actuator_forcelimited.numpy()[motors], mj.actuator_has_forcerange.numpy()[motors])
     clamped = np.clip(b0, bounds[:, 0], bounds[:, 1])
     return np.where(limited, clamped, b0) != 0.0
+
+
+def _velocity_like(model: newton.Model, count: int) -> np.ndarray:
+    """Per actuator, whether it is a velocity servo, an affine bias with ``b1 = 0`` and ``b2 = −gain < 0`` (MJCF
+    ``<velocity>``)."""
+    mj = model.mujoco
+    gain = mj.actuator_gainprm.numpy()[:count, 0]
+    bias = mj.actuator_biasprm.numpy()[:count]
+    affine = mj.actuator_biastype.numpy()[:count] == BIAS_AFFINE
+    return affine & (bias[:, 1] == 0.0) & (bias[:, 2] < 0.0) & (gain == -bias[:, 2])
 
 
 def _servo_form(model: newton.Model, topo: Topology, count: int) -> np.ndarray:
@@ -354,11 +380,11 @@ def effort_range(
     forcerange: wp.array(dtype=wp.vec2),
 ):
     """``(τ_mid, e_half)`` [N·m or N]: the midpoint and half width of the range of actuator k's joint force, ``gear ·
-    forcerange`` (where MuJoCo clamps by it) within ``[−e − m, e − m]``, what the joint's effort limit e leaves after
-    its motors' force m; half width infinite (midpoint 0) without either bound."""
+    forcerange`` (where MuJoCo clamps by it; none for k < 0) within ``[−e − m, e − m]``, what the joint's effort limit
+    e leaves after its motors' force m; half width infinite (midpoint 0) without either bound."""
     lo = -e - motor
     hi = e - motor
-    if forcelimited[k] == LIMITED or (forcelimited[k] == AUTO and has_forcerange[k] != 0):
+    if k >= 0 and (forcelimited[k] == LIMITED or (forcelimited[k] == AUTO and has_forcerange[k] != 0)):
         bounds = forcerange[k]
         narrowed_lo = wp.clamp(wp.min(gear * bounds[0], gear * bounds[1]), lo, hi)
         narrowed_hi = wp.clamp(wp.max(gear * bounds[0], gear * bounds[1]), lo, hi)
@@ -414,11 +440,12 @@ def dof_actuation(
       ``q_t = u0 / Kp`` (or ``v_t = u0 / Kd`` for ``Kp = 0``), so the drive's near-rigid rescaling of its gains keeps
       it; ``dof_servo_effort = (−τ_mid, e_half)`` of its range ``s · forcerange``; zeros without a servo. A control
       that is not finite makes ``joint_f_out`` NaN, which flags its world failed;
-    * the MJCF actuator j that Newton's joint drive of the dof was imported from (``dof_drive_source``, -1 for none):
+    * the MJCF actuator j that Newton's joint drive of the dof was imported from (``dof_drive_source``; or
+      ``SHARED_EFFORT``: a drive without one on a dof with motors; -1 for neither):
       ``dof_drive_ranges = (t_lo, t_hi, −τ_mid, e_half)``, the bounds of the drive's target (its ``ctrlrange``, where
       MuJoCo clamps by it, less the joint's ``ref`` for a position target: MuJoCo's ctrl is ``target + ref``;
-      unbounded else) and its effort range ``forcerange`` (gear 1: the drive is in joint space); ``(0, 0, 0, −1)``
-      without one."""
+      unbounded else) and its effort range ``forcerange`` (gear 1: the drive is in joint space; none for
+      ``SHARED_EFFORT``); ``(0, 0, 0, −1)`` for neither."""
     i = wp.tid()
     e = joint_effort_limit[i]
     motor = dof_motor_f[i]
@@ -449,11 +476,12 @@ def dof_actuation(
         if not wp.isfinite(a):
             f = a
     j = dof_drive_source[i]
-    if j >= 0:
+    if j != -1:
         mid, half = effort_range(j, 1.0, e, motor, forcelimited, has_forcerange, forcerange)
         t_lo = -wp.inf
         t_hi = wp.inf
-        if clamp_ctrl == 1 and (ctrllimited[j] == LIMITED or (ctrllimited[j] == AUTO and has_ctrlrange[j] != 0)):
+        bounded = j >= 0 and (ctrllimited[j] == LIMITED or (ctrllimited[j] == AUTO and has_ctrlrange[j] != 0))
+        if clamp_ctrl == 1 and bounded:
             offset = float(0.0)
             if biasprm[j][1] < 0.0:  # a position target: MuJoCo's ctrl is the target plus the joint's ref
                 offset = dof_ref[i]
@@ -488,34 +516,35 @@ def _dampratio_drive_dofs(model: newton.Model, count: int) -> tuple[np.ndarray, 
     return dofs[keep], model.mujoco.actuator_biasprm.numpy()[rows[keep], 2]
 
 
+SHARED_EFFORT = -2
+"""``drive_sources`` of a dof whose Newton drive has no MJCF ranges but shares the joint's effort limit with motors."""
+
+
 def drive_sources(model: newton.Model, topo: Topology) -> np.ndarray:
-    """Per Newton dof, the MJCF actuator its joint drive was imported from whose force or control range SolverSAP
-    applies (``dof_actuation``), -1 for none: a JOINT_TARGET actuator with a range, the first on a scalar tree dof
-    whose drive acts (:func:`joint_constraints.newton_drive_dofs`) in the actuator's mode, a ``<position>`` (a position
-    servo's form) in POSITION mode or a ``<velocity>`` (``b1 = 0``, ``b2 = −gain < 0``) in VELOCITY mode."""
+    """Per Newton dof whose Newton joint drive acts (:func:`joint_constraints.newton_drive_dofs`) on a scalar tree dof,
+    what bounds it beyond its gains (``dof_actuation``): the MJCF actuator it was imported from, when that has a force
+    or control range (the last JOINT_TARGET actuator of the drive's kind on the dof, as SolverMuJoCo takes it: a
+    ``<position>``, a position servo's form, in POSITION mode, a ``<velocity>`` in VELOCITY mode); else
+    ``SHARED_EFFORT`` where the dof has motors (MuJoCo clamps the joint's actuator force sum); -1 elsewhere."""
     sources = np.full(model.joint_dof_count, -1, np.int32)
     count = _actuator_count(model)
     if not count:
         return sources
     mj = model.mujoco
-    gain = mj.actuator_gainprm.numpy()[:count, 0]
-    bias = mj.actuator_biasprm.numpy()[:count]
-    affine = mj.actuator_biastype.numpy()[:count] == BIAS_AFFINE
-    velocity_like = affine & (bias[:, 1] == 0.0) & (bias[:, 2] < 0.0) & (gain == -bias[:, 2])
-    dof = mj.actuator_trnid.numpy()[:count, 0]
-    on_joint = np.isin(mj.actuator_trntype.numpy()[:count], (TRN_JOINT, TRN_JOINT_IN_PARENT))
-    on_dof = on_joint & (dof >= 0) & (dof < model.joint_dof_count)
-    dof = np.where(on_dof, dof, 0)
-    ranged = _limited(mj.actuator_forcelimited.numpy()[:count], mj.actuator_has_forcerange.numpy()[:count])
-    ranged |= _limited(mj.actuator_ctrllimited.numpy()[:count], mj.actuator_has_ctrlrange.numpy()[:count])
+    on_dof, dof = _on_scalar_dof(model, topo, count)
+    driven = on_dof & newton_drive_dofs(model)[dof]
     mode = model.joint_target_mode.numpy()[dof]
     fits = (_position_like(model, count) & (mode == int(newton.JointTargetMode.POSITION))) | (
-        velocity_like & (mode == int(newton.JointTargetMode.VELOCITY))
+        _velocity_like(model, count) & (mode == int(newton.JointTargetMode.VELOCITY))
     )
-    driven = scalar_tree_dofs(model, topo)[dof] & newton_drive_dofs(model)[dof]
-    rows = np.nonzero((mj.ctrl_source.numpy()[:count] == CTRL_JOINT_TARGET) & on_dof & ranged & fits & driven)[0]
-    _, first = np.unique(dof[rows], return_index=True)
-    sources[dof[rows[first]]] = rows[first]
+    rows = np.nonzero((mj.ctrl_source.numpy()[:count] == CTRL_JOINT_TARGET) & driven & fits)[0][::-1]
+    _, last = np.unique(dof[rows], return_index=True)  # reversed: the last row of each dof
+    rows = rows[last]
+    rows = rows[_ranged(model, count)[rows]]
+    motor_dofs = dof[motor_rows(model, topo)]
+    shared = motor_dofs[newton_drive_dofs(model)[motor_dofs]]
+    sources[shared] = SHARED_EFFORT
+    sources[dof[rows]] = rows
     return sources
 
 
@@ -582,13 +611,14 @@ class MujocoActuators:
         if resolve_dampratio:
             self._resolve_dampratio(servos, reflected_inverse_inertia)
         self.any_servo = bool(len(servos))
-        ranged_drives = bool((sources >= 0).any())
-        self.any = bool(len(motors)) or self.any_servo or ranged_drives
-        self.act_at_zero_ctrl = self.any_servo or ranged_drives
+        bounded_drives = bool((sources != -1).any())
+        self.any = bool(len(motors)) or self.any_servo or bounded_drives
+        self.act_at_zero_ctrl = self.any_servo or bounded_drives
         self.act_at_zero_ctrl |= bool(_motors_act_at_zero_ctrl(self.model, motors).any())
-        if not self.any:
+        if not self.any_servo:  # what steps that skip dof_actuation read
             self.dof_servo_drive.zero_()
             self.dof_servo_effort.zero_()
+        if not bounded_drives:
             self.dof_drive_ranges.fill_(wp.vec4(0.0, 0.0, 0.0, -1.0))
         clampctrl = getattr(mj, "flag_clampctrl", None)
         self.clamp_ctrl = int(clampctrl is None or bool(clampctrl.numpy().all()))

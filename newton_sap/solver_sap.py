@@ -255,9 +255,10 @@ class SolverSAP(newton.solvers.SolverBase):
         if flags & F.CONSTRAINT_PROPERTIES:
             warn_mujoco_only_rows(model, stacklevel=4)  # the SolverSAP(...) or notify_model_changed call
             warn_soft_rows(model, stacklevel=4)
-        if flags & (F.ACTUATOR_PROPERTIES | F.JOINT_DOF_PROPERTIES):  # servos give way to Newton's drives
+        drives = F.ACTUATOR_PROPERTIES | F.JOINT_DOF_PROPERTIES | F.JOINT_DOF_FORCE_PROPERTIES  # gains and modes
+        if flags & drives:  # servos give way to Newton's drives, which take their actuators' ranges
             warn_mujoco_actuation(model, topo, stacklevel=4)
-        damping = F.ACTUATOR_PROPERTIES | F.JOINT_DOF_PROPERTIES | inertial  # what dampratio's damping depends on
+        damping = drives | inertial  # what dampratio's damping depends on
         if flags & (damping | F.MODEL_PROPERTIES) and self._actuators is not None:
             self._actuators.refresh(self._reference_inverse_inertia, resolve_dampratio=bool(flags & damping))
         if flags & (F.CONSTRAINT_PROPERTIES | F.JOINT_PROPERTIES):

@@ -35,11 +35,15 @@ def mjcf_model(mjcf: str, worlds: int = 1, gravity=None, **add_mjcf_options) -> 
     return scene.finalize()
 
 
-def hold_ctrl(model, solver, ctrl, dt: float, steps: int):
-    """The state after ``steps`` steps of ``dt`` from the model's initial state with ``control.mujoco.ctrl = ctrl``."""
+def hold_ctrl(model, solver, ctrl, dt: float, steps: int, target_q=None, target_qd=None):
+    """The state after ``steps`` steps of ``dt`` from the model's initial state with ``control.mujoco.ctrl = ctrl``
+    (none for None) and Newton's joint targets ``target_q``, ``target_qd`` where given."""
     s0, s1 = model.state(), model.state()
     control = model.control()
-    control.mujoco.ctrl.assign(np.asarray(ctrl, np.float32))
+    for name, values in (("mujoco.ctrl", ctrl), ("joint_target_q", target_q), ("joint_target_qd", target_qd)):
+        if values is not None:
+            owner = control.mujoco if name == "mujoco.ctrl" else control
+            getattr(owner, name.split(".")[-1]).assign(np.asarray(values, np.float32))
     for _ in range(steps):
         solver.step(s0, s1, control, None, dt)
         s0, s1 = s1, s0
@@ -500,20 +504,6 @@ def test_dampratio_on_a_singular_tree_or_a_velocity_drive_is_named():
         newton_sap.SolverSAP(mjcf_model(both))
 
 
-def hold_targets(model, solver, dt: float, steps: int, target_q=None, target_qd=None):
-    """The state after ``steps`` steps of ``dt`` from the model's initial state with Newton's joint targets."""
-    s0, s1 = model.state(), model.state()
-    control = model.control()
-    if target_q is not None:
-        control.joint_target_q.assign(np.asarray(target_q, np.float32))
-    if target_qd is not None:
-        control.joint_target_qd.assign(np.asarray(target_qd, np.float32))
-    for _ in range(steps):
-        solver.step(s0, s1, control, None, dt)
-        s0, s1 = s1, s0
-    return s0
-
-
 @pytest.mark.parametrize(
     ("actuator", "targets", "spin"),
     [
@@ -533,7 +523,7 @@ def test_imported_drives_take_their_actuators_ranges(actuator, targets, spin):
         newton_sap.SolverSAP(model),
         newton.solvers.SolverMuJoCo(model, use_mujoco_cpu=True, disable_contacts=True),
     ):
-        state = hold_targets(model, solver, 0.01, 1, **targets)
+        state = hold_ctrl(model, solver, None, 0.01, 1, **targets)
         assert float(state.joint_qd.numpy()[0]) == pytest.approx(spin, rel=2e-3)
 
 
@@ -546,6 +536,53 @@ def test_an_imported_position_target_is_clamped_to_its_ctrlrange_past_the_joints
         newton_sap.SolverSAP(model),
         newton.solvers.SolverMuJoCo(model, use_mujoco_cpu=True, disable_contacts=True),
     ):
-        held.append(float(hold_targets(model, solver, 0.01, 300, target_q=[1.0]).joint_q.numpy()[0]))
+        held.append(float(hold_ctrl(model, solver, None, 0.01, 300, target_q=[1.0]).joint_q.numpy()[0]))
     assert held[0] == pytest.approx(0.3 - np.deg2rad(20.0), abs=1e-4)
     assert held[0] == pytest.approx(held[1], abs=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("actuators", "ctrl", "spin"),
+    [
+        # a motor at 0.6 N·m and a drive pulling hard share actuatorfrcrange ±1 (drive without ranges)
+        ('<position joint="axle" kp="100"/><motor joint="axle"/>', [0.0, 0.6], 0.01 * 1.0 / 0.04),
+        # two <position>s on the dof: the last one's force range, as SolverMuJoCo takes it
+        ('<position joint="axle" kp="100" forcerange="-0.5 0.5"/><position joint="axle" kp="100" forcerange="-2 2"/>',
+         None, 0.01 * 2.0 / 0.04),
+    ],
+)  # fmt: skip
+def test_imported_drives_share_the_effort_limit_and_take_the_last_actuators_range(actuators, ctrl, spin):
+    """One step of 10 ms from rest toward a target of 1 rad on the disk with ``actuatorfrcrange="-2 2"`` (the second
+    case) or ``"-1 1"``: as SolverMuJoCo's CPU build (the review measured 0.40 rad/s against 0.25 for the first case,
+    0.125 against 0.5 for the second)."""
+    limit = "-1 1" if "motor" in actuators else "-2 2"
+    model = mjcf_model(disk_mjcf(f'actuatorfrcrange="{limit}"', actuators), gravity=ZERO_GRAVITY)
+    for solver in (
+        newton_sap.SolverSAP(model),
+        newton.solvers.SolverMuJoCo(model, use_mujoco_cpu=True, disable_contacts=True),
+    ):
+        state = hold_ctrl(model, solver, ctrl, 0.01, 1, target_q=[1.0])
+        assert float(state.joint_qd.numpy()[0]) == pytest.approx(spin, rel=2e-3)
+
+
+def test_drive_ranges_follow_a_mode_change_and_unapplied_ones_are_named():
+    """A ranged ``<position>`` drive switched to VELOCITY mode (``notify_model_changed`` with
+    ``JOINT_DOF_FORCE_PROPERTIES``, Newton's flag for target modes) steps as a solver built after the change does
+    (the review measured its velocity target clamped by the position's ranges); the ranges of a ``<position>`` that
+    a ``<velocity>`` listed before it on the same joint makes POSITION_VELOCITY are named (the last actuator was
+    missed)."""
+    model = mjcf_model(
+        disk_mjcf("", '<position joint="axle" kp="10" kv="1" forcerange="-0.05 0.05" ctrlrange="-0.3 0.3"/>')
+    )
+    solver = newton_sap.SolverSAP(model)
+    model.joint_target_mode.assign([int(newton.JointTargetMode.VELOCITY)])
+    with pytest.warns(UserWarning, match="force or control ranges of actuator 0"):
+        solver.notify_model_changed(newton.ModelFlags.JOINT_DOF_FORCE_PROPERTIES)
+    spins = [
+        hold_ctrl(model, s, None, 0.01, 1, target_qd=[2.0]).joint_qd.numpy()[0]
+        for s in (solver, newton_sap.SolverSAP(model))
+    ]
+    assert spins[0] == spins[1] == pytest.approx(0.01 * 1.0 * 2.0 / (0.04 + 0.01 * 1.0), rel=1e-5)
+    both = '<velocity joint="axle" kv="3"/><position joint="axle" kp="10" ctrlrange="-0.3 0.3"/>'
+    with pytest.warns(UserWarning, match=r"force or control ranges of actuator 1 \(joint '.*axle'\)"):
+        newton_sap.SolverSAP(mjcf_model(disk_mjcf("", both)))
