@@ -224,7 +224,6 @@ def joint_constraint_rows(
     target_qd: wp.array(dtype=float),
     joint_act: wp.array(dtype=float),
     dof_servo_drive: wp.array(dtype=wp.vec4),
-    dof_servo_effort: wp.array(dtype=wp.vec2),
     dof_dampratio_kd: wp.array(dtype=float),
     dof_drive_ranges: wp.array(dtype=wp.vec4),
     v0: wp.array(dtype=float),
@@ -243,17 +242,16 @@ def joint_constraint_rows(
 ):
     """Drive, limit, friction and mimic rows of dof i, with their velocities ``J v0`` at the step's start. The
     drive is Newton's (``joint_target_*``, feed-forward ``joint_act``; a POSITION drive with ``joint_target_kd`` 0
-    takes ``dof_dampratio_kd``, its imported ``dampratio`` resolved, 0 without; ``dof_drive_ranges`` ``(t_lo, t_hi,
-    u_ff, e)`` with ``e ≥ 0`` bound its target and set its effort range, the ranges of the MJCF actuator it was
-    imported from) where its gains act, else a MuJoCo
-    servo's (``dof_servo_drive`` ``(Kp, Kd, q_target, v_target)`` and ``dof_servo_effort`` ``(u_ff, e)``:
-    ``mujoco_actuation.dof_actuation``) where it has one. A limit side is added when violated or when the step may
-    reach it, ``g0 ≤ 2 Δt max(|v0|, |v0 + Δt τ/A_ii|)`` (SAP.md §5's window, v* estimated from diag(A)); the window
-    does not see what drives, contacts, mimics or other dofs' forces do, so the sides left out are checked at the
-    solution (``check_left_out_limits``). A kinematic body's dof (prescribed) has no drive, limit or friction rows;
-    a mimic row has no entry for a kinematic side (leader or follower), whose velocity moves into v̂
-    (``kinematic_bodies``), and none at all when both sides are kinematic. Limit compliance:
-    ``limit_compliance_and_time``."""
+    takes ``dof_dampratio_kd``, its imported ``dampratio`` resolved, 0 without) where its gains act, else a MuJoCo
+    servo's (``dof_servo_drive`` ``(Kp, Kd, q_target, v_target)``) where it has one; ``dof_drive_ranges`` ``(t_lo,
+    t_hi, u_ff, e)`` with ``e ≥ 0`` bound its target (by mode), add to its feed-forward and set its effort range
+    (``mujoco_actuation.mujoco_drives``: the MJCF actuator's ranges, what the motors leave of the effort limit). A
+    limit side is added when violated or when the step may reach it, ``g0 ≤ 2 Δt max(|v0|, |v0 + Δt τ/A_ii|)``
+    (SAP.md §5's window, v* estimated from diag(A)); the window does not see what drives, contacts, mimics or other
+    dofs' forces do, so the sides left out are checked at the solution (``check_left_out_limits``). A kinematic
+    body's dof (prescribed) has no drive, limit or friction rows; a mimic row has no entry for a kinematic side
+    (leader or follower), whose velocity moves into v̂ (``kinematic_bodies``), and none at all when both sides are
+    kinematic. Limit compliance: ``limit_compliance_and_time``."""
     i = wp.tid()
     n = dof_public.shape[0]
     for k in range(SLOTS_PER_DOF):
@@ -302,23 +300,21 @@ def joint_constraint_rows(
     v_target = float(target_qd[p])
     u_ff = float(joint_act[p])
     effort = float(joint_effort_limit[p])
+    if kp <= 0.0 and kv <= 0.0:  # no Newton drive: a MuJoCo servo's, if any
+        servo = dof_servo_drive[p]
+        kp = servo[0]
+        kv = servo[1]
+        q_target = servo[2]
+        v_target = servo[3]
+        u_ff = 0.0
     ranges = dof_drive_ranges[p]
-    if ranges[3] >= 0.0:  # the imported actuator's ranges, the effort the motors leave
+    if ranges[3] >= 0.0:  # the MJCF actuator's ranges, the effort the motors leave
         if joint_target_mode[p] == MODE_POSITION:
             q_target = wp.clamp(q_target, ranges[0], ranges[1])
         elif joint_target_mode[p] == MODE_VELOCITY:
             v_target = wp.clamp(v_target, ranges[0], ranges[1])
         u_ff += ranges[2]
         effort = ranges[3]
-    if kp <= 0.0 and kv <= 0.0:  # no Newton drive: a MuJoCo servo's, if any
-        servo = dof_servo_drive[p]
-        servo_effort = dof_servo_effort[p]
-        kp = servo[0]
-        kv = servo[1]
-        q_target = servo[2]
-        v_target = servo[3]
-        u_ff = servo_effort[0]
-        effort = servo_effort[1]
     if kp > 0.0 or kv > 0.0:
         R, v_hat = pd_drive_parameters(kp, kv, q0, q_target, v_target, u_ff, dt, w_est)
         write_row(base + i, w, PD_DRIVE, i, 1.0, R, v_hat, dt * effort,

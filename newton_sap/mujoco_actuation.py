@@ -399,8 +399,29 @@ def effort_range(
 
 
 @wp.kernel
-def dof_actuation(
+def joint_f_plus_motors(
     # model
+    joint_effort_limit: wp.array(dtype=float),
+    # inputs
+    joint_f: wp.array(dtype=float),
+    dof_motor_f: wp.array(dtype=float),
+    # outputs
+    joint_f_out: wp.array(dtype=float),
+):
+    """Per dof: ``joint_f`` plus its motors' force m clamped to ``±joint_effort_limit``, SolverMuJoCo's joint actuator
+    force range, which clamps the sum of the joint's actuator forces (a servo or drive on the dof takes what m leaves:
+    :func:`mujoco_drives`). A NaN m stays NaN (its world is flagged failed), not a bound."""
+    i = wp.tid()
+    motor = dof_motor_f[i]
+    if wp.isfinite(motor):
+        motor = wp.clamp(motor, -joint_effort_limit[i], joint_effort_limit[i])
+    joint_f_out[i] = joint_f[i] + motor
+
+
+@wp.kernel
+def mujoco_drives(
+    # model
+    drive_dofs: wp.array(dtype=wp.int32),
     joint_effort_limit: wp.array(dtype=float),
     dof_servo: wp.array(dtype=wp.int32),
     dof_drive_source: wp.array(dtype=wp.int32),
@@ -419,42 +440,35 @@ def dof_actuation(
     # inputs
     clamp_ctrl: int,
     ctrl: wp.array(dtype=float),
-    joint_f: wp.array(dtype=float),
     dof_motor_f: wp.array(dtype=float),
     # outputs
     joint_f_out: wp.array(dtype=float),
     dof_servo_drive_out: wp.array(dtype=wp.vec4),
-    dof_servo_effort_out: wp.array(dtype=wp.vec2),
     dof_drive_ranges_out: wp.array(dtype=wp.vec4),
 ):
-    """Per dof i with effort limit e (``joint_effort_limit``, SolverMuJoCo's joint actuator force range, which clamps
-    the sum of the joint's actuator forces: the motors' m, and the servo's or the drive's):
+    """Per dof i of ``drive_dofs`` (those with a servo or a ``dof_drive_source``), with effort limit e
+    (``joint_effort_limit``) and its motors' force m clamped to ``±e``:
 
-    * ``joint_f_out = joint_f + m + τ_mid`` with ``m`` the motors' sum clamped to ``±e`` and ``τ_mid`` the midpoint of
-      the servo's or drive's effort range (:func:`effort_range`);
     * its servo k (``dof_servo``, -1 for none) with gear s, bias ``(b0, b1, b2)`` (a ``dampratio`` ``b2 > 0`` is
       ``−servo_dampratio_kv[k]``) and ``a = g u + b0``, the force
       ``τ = s clamp(a + b1 s (q + ref) + b2 s q̇, forcerange)`` as a PD drive on the dof ``Kp (q_t − q) + Kd (v_t −
       q̇) + u_ff``: ``dof_servo_drive = (Kp, Kd, q_t, v_t)`` with ``(Kp, Kd) = (−b1 s², −b2 s²)`` [N·m/rad,
       N·m·s/rad or N/m, N·s/m] and the set-point ``u0 = s (a + b1 s ref)`` (the force at ``q = q̇ = 0``) as a target,
       ``q_t = u0 / Kp`` (or ``v_t = u0 / Kd`` for ``Kp = 0``), so the drive's near-rigid rescaling of its gains keeps
-      it; ``dof_servo_effort = (−τ_mid, e_half)`` of its range ``s · forcerange``; zeros without a servo. A control
-      that is not finite makes ``joint_f_out`` NaN, which flags its world failed;
-    * the MJCF actuator j that Newton's joint drive of the dof was imported from (``dof_drive_source``; or
-      ``SHARED_EFFORT``: a drive without one on a dof with motors; -1 for neither):
-      ``dof_drive_ranges = (t_lo, t_hi, −τ_mid, e_half)``, the bounds of the drive's target (its ``ctrlrange``, where
-      MuJoCo clamps by it, less the joint's ``ref`` for a position target: MuJoCo's ctrl is ``target + ref``;
-      unbounded else) and its effort range ``forcerange`` (gear 1: the drive is in joint space; none for
-      ``SHARED_EFFORT``); ``(0, 0, 0, −1)`` for neither."""
-    i = wp.tid()
+      it; ``dof_drive_ranges = (−∞, ∞, −τ_mid, e_half)`` of its range ``s · forcerange`` (:func:`effort_range`). A
+      control that is not finite makes ``joint_f_out`` NaN, which flags its world failed;
+    * else the MJCF actuator j that Newton's joint drive of the dof was imported from (``dof_drive_source``; or
+      ``SHARED_EFFORT``: a drive without one on a dof with motors): ``dof_drive_ranges = (t_lo, t_hi, −τ_mid,
+      e_half)``, the bounds of the drive's target (its ``ctrlrange``, where MuJoCo clamps by it, less the joint's
+      ``ref`` for a position target: MuJoCo's ctrl is ``target + ref``; unbounded else) and its effort range
+      ``forcerange`` (gear 1: the drive is in joint space; none for ``SHARED_EFFORT``);
+
+    and ``joint_f_out`` (``joint_f_plus_motors``' output) gains the midpoint ``τ_mid``, an explicit force."""
+    i = drive_dofs[wp.tid()]
     e = joint_effort_limit[i]
     motor = dof_motor_f[i]
-    if wp.isfinite(motor):  # a NaN stays NaN (its world is flagged failed), not a bound
+    if wp.isfinite(motor):
         motor = wp.clamp(motor, -e, e)
-    f = joint_f[i] + motor
-    drive = wp.vec4(0.0)
-    effort = wp.vec2(0.0)
-    ranges = wp.vec4(0.0, 0.0, 0.0, -1.0)
     k = dof_servo[i]
     if k >= 0:
         s = gear[k][0]
@@ -468,15 +482,16 @@ def dof_actuation(
         kd = -b2 * s * s
         u0 = s * (a + b[1] * s * dof_ref[i])
         if kp > 0.0:
-            drive = wp.vec4(kp, kd, u0 / kp, 0.0)
+            dof_servo_drive_out[i] = wp.vec4(kp, kd, u0 / kp, 0.0)
         else:
-            drive = wp.vec4(kp, kd, 0.0, u0 / kd)
-        effort = wp.vec2(-mid, half)
-        f += mid
-        if not wp.isfinite(a):
-            f = a
-    j = dof_drive_source[i]
-    if j != -1:
+            dof_servo_drive_out[i] = wp.vec4(kp, kd, 0.0, u0 / kd)
+        dof_drive_ranges_out[i] = wp.vec4(-wp.inf, wp.inf, -mid, half)
+        if wp.isfinite(a):
+            joint_f_out[i] = joint_f_out[i] + mid
+        else:
+            joint_f_out[i] = a
+    else:
+        j = dof_drive_source[i]
         mid, half = effort_range(j, 1.0, e, motor, forcelimited, has_forcerange, forcerange)
         t_lo = -wp.inf
         t_hi = wp.inf
@@ -487,12 +502,8 @@ def dof_actuation(
                 offset = dof_ref[i]
             t_lo = ctrlrange[j][0] - offset
             t_hi = ctrlrange[j][1] - offset
-        ranges = wp.vec4(t_lo, t_hi, -mid, half)
-        f += mid
-    joint_f_out[i] = f
-    dof_servo_drive_out[i] = drive
-    dof_servo_effort_out[i] = effort
-    dof_drive_ranges_out[i] = ranges
+        dof_drive_ranges_out[i] = wp.vec4(t_lo, t_hi, -mid, half)
+        joint_f_out[i] = joint_f_out[i] + mid
 
 
 def _drive_dampratio_rows(model: newton.Model, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -522,7 +533,7 @@ SHARED_EFFORT = -2
 
 def drive_sources(model: newton.Model, topo: Topology) -> np.ndarray:
     """Per Newton dof whose Newton joint drive acts (:func:`joint_constraints.newton_drive_dofs`) on a scalar tree dof,
-    what bounds it beyond its gains (``dof_actuation``): the MJCF actuator it was imported from, when that has a force
+    what bounds it beyond its gains (``mujoco_drives``): the MJCF actuator it was imported from, when that has a force
     or control range (the last JOINT_TARGET actuator of the drive's kind on the dof, as SolverMuJoCo takes it: a
     ``<position>``, a position servo's form, in POSITION mode, a ``<velocity>`` in VELOCITY mode); else
     ``SHARED_EFFORT`` where the dof has motors (MuJoCo clamps the joint's actuator force sum); -1 elsewhere."""
@@ -566,7 +577,6 @@ class MujocoActuators:
         model: newton.Model,
         topo: Topology,
         dof_servo_drive: wp.array,
-        dof_servo_effort: wp.array,
         dof_dampratio_kd: wp.array,
         dof_drive_ranges: wp.array,
     ):
@@ -578,13 +588,14 @@ class MujocoActuators:
         self.is_motor = wp.zeros(self.count, dtype=wp.int32, device=device)
         self.dof_servo = wp.full(ndof, -1, dtype=wp.int32, device=device)
         self.dof_drive_source = wp.full(ndof, -1, dtype=wp.int32, device=device)
+        self.drive_dofs = wp.zeros(ndof, dtype=wp.int32, device=device)  # the dofs mujoco_drives writes
+        self.drive_dof_count = 0
         self.servo_dampratio_kv = wp.zeros(self.count, dtype=float, device=device)  # resolved b2 > 0, else 0
         self.zero_ctrl = wp.zeros(self.count, dtype=float, device=device)
         self.zero_dof_ref = wp.zeros(ndof, dtype=float, device=device)  # for a model without model.mujoco.dof_ref
         self.dof_motor_f = wp.zeros(ndof, dtype=float, device=device)
         self.joint_f = wp.zeros(ndof, dtype=float, device=device)
         self.dof_servo_drive = dof_servo_drive
-        self.dof_servo_effort = dof_servo_effort
         self.dof_dampratio_kd = dof_dampratio_kd
         self.dof_drive_ranges = dof_drive_ranges
         self.any = False
@@ -611,15 +622,13 @@ class MujocoActuators:
         if resolve_dampratio:
             self._resolve_dampratio(servos, reflected_inverse_inertia)
         self.any_servo = bool(len(servos))
-        bounded_drives = bool((sources != -1).any())
-        self.any = bool(len(motors)) or self.any_servo or bounded_drives
-        self.act_at_zero_ctrl = self.any_servo or bounded_drives
-        self.act_at_zero_ctrl |= bool(_motors_act_at_zero_ctrl(self.model, motors).any())
-        if not self.any_servo:  # what steps that skip dof_actuation read
-            self.dof_servo_drive.zero_()
-            self.dof_servo_effort.zero_()
-        if not bounded_drives:
-            self.dof_drive_ranges.fill_(wp.vec4(0.0, 0.0, 0.0, -1.0))
+        drive_dofs = np.nonzero((dof_servo >= 0) | (sources[: len(dof_servo)] != -1))[0].astype(np.int32)
+        self.drive_dofs.assign(np.pad(drive_dofs, (0, self.drive_dofs.shape[0] - len(drive_dofs))))
+        self.drive_dof_count = len(drive_dofs)
+        self.any = bool(len(motors)) or self.drive_dof_count > 0
+        self.act_at_zero_ctrl = self.drive_dof_count > 0 or bool(_motors_act_at_zero_ctrl(self.model, motors).any())
+        self.dof_servo_drive.zero_()  # none, where mujoco_drives does not write
+        self.dof_drive_ranges.fill_(wp.vec4(0.0, 0.0, 0.0, -1.0))
         clampctrl = getattr(mj, "flag_clampctrl", None)
         self.clamp_ctrl = int(clampctrl is None or bool(clampctrl.numpy().all()))
 
@@ -672,15 +681,22 @@ class MujocoActuators:
             device=model.device,
         )  # fmt: skip
         wp.launch(
-            dof_actuation,
+            joint_f_plus_motors,
             dim=model.joint_dof_count,
-            inputs=[model.joint_effort_limit, self.dof_servo, self.dof_drive_source, self.servo_dampratio_kv,
-                    dof_ref if dof_ref is not None else self.zero_dof_ref,
-                    mj.actuator_gear, mj.actuator_gainprm, *bias, *ranges, self.clamp_ctrl, ctrl, joint_f,
-                    self.dof_motor_f],
-            outputs=[self.joint_f, self.dof_servo_drive, self.dof_servo_effort, self.dof_drive_ranges],
+            inputs=[model.joint_effort_limit, joint_f, self.dof_motor_f],
+            outputs=[self.joint_f],
             device=model.device,
-        )  # fmt: skip
+        )
+        if self.drive_dof_count:
+            wp.launch(
+                mujoco_drives,
+                dim=self.drive_dof_count,
+                inputs=[self.drive_dofs, model.joint_effort_limit, self.dof_servo, self.dof_drive_source,
+                        self.servo_dampratio_kv, dof_ref if dof_ref is not None else self.zero_dof_ref,
+                        mj.actuator_gear, mj.actuator_gainprm, *bias, *ranges, self.clamp_ctrl, ctrl, self.dof_motor_f],
+                outputs=[self.joint_f, self.dof_servo_drive, self.dof_drive_ranges],
+                device=model.device,
+            )  # fmt: skip
         return self.joint_f
 
 
@@ -688,7 +704,6 @@ def mujoco_actuators(
     model: newton.Model,
     topo: Topology,
     dof_servo_drive: wp.array,
-    dof_servo_effort: wp.array,
     dof_dampratio_kd: wp.array,
     dof_drive_ranges: wp.array,
 ) -> MujocoActuators | None:
@@ -697,4 +712,4 @@ def mujoco_actuators(
     first step), else None."""
     if not _actuator_count(model):
         return None
-    return MujocoActuators(model, topo, dof_servo_drive, dof_servo_effort, dof_dampratio_kd, dof_drive_ranges)
+    return MujocoActuators(model, topo, dof_servo_drive, dof_dampratio_kd, dof_drive_ranges)

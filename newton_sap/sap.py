@@ -1170,12 +1170,11 @@ class SapSolver:
         self.model_constraints = False
         self.dof_mimic_leader = wp.full(max(topology.dof_count, 1), -1, dtype=wp.int32, device=device)
         self.dof_mimic_coeffs = zeros(max(topology.dof_count, 1), wp.vec2)
-        # MuJoCo servos' drives (Kp, Kd, q_target, v_target) and (u_ff, effort limit) per Newton dof (index in
-        # joint_qd), zero where none (mujoco_actuation.dof_actuation)
+        # MuJoCo servos' drives (Kp, Kd, q_target, v_target) per Newton dof (index in joint_qd), zero where none
+        # (mujoco_actuation.mujoco_drives)
         self.dof_servo_drive = zeros(max(public_dof_count, 1), wp.vec4)
-        self.dof_servo_effort = zeros(max(public_dof_count, 1), wp.vec2)
         self.dof_dampratio_kd = zeros(max(public_dof_count, 1))  # imported POSITION drives' damping where kd = 0
-        # imported drives' target bounds, -τ_mid and effort half width; w < 0: none (mujoco_actuation.dof_actuation)
+        # servos' and imported drives' target bounds, -τ_mid and effort half width; w < 0: none (mujoco_drives)
         self.dof_drive_ranges = wp.full(max(public_dof_count, 1), wp.vec4(0.0, 0.0, 0.0, -1.0), device=device)
         self.loop_equality_row = None  # per loop joint, its MuJoCo equality row or -1 (read_equality_rows)
         self.equality_enabled = None  # the rows' enabled flags, read every step
@@ -1324,8 +1323,8 @@ class SapSolver:
                     model.joint_limit_upper, model.joint_limit_ke, model.joint_limit_kd, model.joint_friction,
                     self.dof_mimic_leader, self.dof_mimic_coeffs, limit_k, o.joint_limit_dissipation_time,
                     o.friction_regularization, n_contacts, dt, state.joint_q, control.joint_target_q,
-                    control.joint_target_qd, joint_act, self.dof_servo_drive, self.dof_servo_effort,
-                    self.dof_dampratio_kd, self.dof_drive_ranges, v0, tau, A_inv_diag,
+                    control.joint_target_qd, joint_act, self.dof_servo_drive, self.dof_dampratio_kd,
+                    self.dof_drive_ranges, v0, tau, A_inv_diag,
                 ],
                 outputs=[self.c_world, self.c_kind, self.c_R, self.c_vhat, self.c_param, self.c_nnz, self.c_dof,
                          self.c_J, self.c_vc],

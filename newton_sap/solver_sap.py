@@ -224,7 +224,6 @@ class SolverSAP(newton.solvers.SolverBase):
             model,
             topo,
             self._sap.dof_servo_drive,
-            self._sap.dof_servo_effort,
             self._sap.dof_dampratio_kd,
             self._sap.dof_drive_ranges,
         )
