@@ -528,8 +528,8 @@ class SolverSAP(newton.solvers.SolverBase):
         """The control arrays of a step: ``control``'s, and the model's (the arrays ``Model.control`` refers to,
         read at each step: a model array replaced after the build is the one used) for each one it leaves None
         (all, for no ``control``), checked against the model's sizes. ``joint_f`` then gains the forces of the
-        model's MuJoCo motors from ``control.mujoco.ctrl``, and its MuJoCo servos' drive parameters are written
-        (``mujoco_actuation.MujocoActuators``)."""
+        model's MuJoCo motors from ``control.mujoco.ctrl``, and the drive parameters of its MuJoCo servos and the
+        ranges of its bounded drives are written (``mujoco_actuation.MujocoActuators``)."""
         resolved = newton.Control()
         for name in ("joint_f", "joint_target_q", "joint_target_qd", "joint_act"):
             array = getattr(control, name, None)
