@@ -25,7 +25,8 @@ a bias that is none or affine, ``b0 + b1 L + b2 L̇`` with the actuator length `
   new velocity and position (MuJoCo's ``implicitfast`` integrator only the velocity term), so stiff servos stay
   stable at large Δt. An asymmetric range ``[τ_lo, τ_hi]`` is its midpoint, an explicit force, plus a drive clamped
   to the half width. MuJoCo clamps the sum of a joint's actuator forces to ``±joint_effort_limit`` (the joint's
-  ``actuatorfrcrange``): so do the motors' sum and, with it, the servo's range.
+  ``actuatorfrcrange``), each first by its own range: so does SolverSAP (the servo's or drive's range is narrowed by
+  the motors' force, :func:`effort_range`).
 
 ``dampratio`` (Newton's importer keeps it unresolved, ``b2 > 0``, as MuJoCo's compiler does before resolving it) is
 resolved as MuJoCo does: the damping ``2 ζ sqrt(kp m)`` with the reflected inertia ``m = 1 / (gear² (M⁻¹)_ii)`` of the
@@ -379,17 +380,19 @@ def effort_range(
     has_forcerange: wp.array(dtype=wp.int32),
     forcerange: wp.array(dtype=wp.vec2),
 ):
-    """``(τ_mid, e_half)`` [N·m or N]: the midpoint and half width of the range of actuator k's joint force, ``gear ·
-    forcerange`` (where MuJoCo clamps by it; none for k < 0) within ``[−e − m, e − m]``, what the joint's effort limit
-    e leaves after its motors' force m; half width infinite (midpoint 0) without either bound."""
-    lo = -e - motor
-    hi = e - motor
+    """``(τ_mid, e_half)`` [N·m or N]: the midpoint and half width of the range ``[L − m, H − m]`` of actuator k's
+    joint force τ on a joint whose motors give m (each clamped to its own range, their sum not) and whose effort limit
+    is e, with ``[L, H] = clamp(m + gear · forcerange, ±e)`` (no ``forcerange`` where MuJoCo does not clamp by it,
+    and for k < 0): ``m + τ`` is then MuJoCo's ``clamp(m + clamp(τ, gear · forcerange), ±e)``. Half width infinite
+    (midpoint 0) without either bound."""
+    f_lo = -wp.inf
+    f_hi = wp.inf
     if k >= 0 and (forcelimited[k] == LIMITED or (forcelimited[k] == AUTO and has_forcerange[k] != 0)):
         bounds = forcerange[k]
-        narrowed_lo = wp.clamp(wp.min(gear * bounds[0], gear * bounds[1]), lo, hi)
-        narrowed_hi = wp.clamp(wp.max(gear * bounds[0], gear * bounds[1]), lo, hi)
-        lo = narrowed_lo
-        hi = narrowed_hi
+        f_lo = wp.min(gear * bounds[0], gear * bounds[1])
+        f_hi = wp.max(gear * bounds[0], gear * bounds[1])
+    lo = wp.clamp(motor + f_lo, -e, e) - motor
+    hi = wp.clamp(motor + f_hi, -e, e) - motor
     mid = float(0.0)
     half = hi - lo  # infinite: no effort limit and no force range
     if wp.isfinite(half):
@@ -446,8 +449,9 @@ def mujoco_drives(
     dof_servo_drive_out: wp.array(dtype=wp.vec4),
     dof_drive_ranges_out: wp.array(dtype=wp.vec4),
 ):
-    """Per dof i of ``drive_dofs`` (those with a servo or a ``dof_drive_source``), with effort limit e
-    (``joint_effort_limit``) and its motors' force m clamped to ``±e``:
+    """Per dof i of ``drive_dofs`` (those with a servo or a ``dof_drive_source``; -1 past them), with effort limit e
+    (``joint_effort_limit``) and its motors' force m (their sum, unclamped: the joint's sum is clamped as a whole,
+    :func:`effort_range`):
 
     * its servo k (``dof_servo``, -1 for none) with gear s, bias ``(b0, b1, b2)`` (a ``dampratio`` ``b2 > 0`` is
       ``−servo_dampratio_kv[k]``) and ``a = g u + b0``, the force
@@ -463,12 +467,15 @@ def mujoco_drives(
       ``ref`` for a position target: MuJoCo's ctrl is ``target + ref``; unbounded else) and its effort range
       ``forcerange`` (gear 1: the drive is in joint space; none for ``SHARED_EFFORT``);
 
-    and ``joint_f_out`` (``joint_f_plus_motors``' output) gains the midpoint ``τ_mid``, an explicit force."""
+    and ``joint_f_out`` (``joint_f_plus_motors``' output, with m clamped) takes m unclamped plus the midpoint
+    ``τ_mid``, an explicit force."""
     i = drive_dofs[wp.tid()]
+    if i < 0:  # past the list (a graph captured before a notification shortened it)
+        return
     e = joint_effort_limit[i]
     motor = dof_motor_f[i]
-    if wp.isfinite(motor):
-        motor = wp.clamp(motor, -e, e)
+    # joint_f_plus_motors added the motors' sum clamped to ±e; here the joint's sum is clamped as a whole instead
+    unclamped = motor - wp.clamp(motor, -e, e)
     k = dof_servo[i]
     if k >= 0:
         s = gear[k][0]
@@ -487,7 +494,7 @@ def mujoco_drives(
             dof_servo_drive_out[i] = wp.vec4(kp, kd, 0.0, u0 / kd)
         dof_drive_ranges_out[i] = wp.vec4(-wp.inf, wp.inf, -mid, half)
         if wp.isfinite(a):
-            joint_f_out[i] = joint_f_out[i] + mid
+            joint_f_out[i] = joint_f_out[i] + unclamped + mid
         else:
             joint_f_out[i] = a
     else:
@@ -503,7 +510,7 @@ def mujoco_drives(
             t_lo = ctrlrange[j][0] - offset
             t_hi = ctrlrange[j][1] - offset
         dof_drive_ranges_out[i] = wp.vec4(t_lo, t_hi, -mid, half)
-        joint_f_out[i] = joint_f_out[i] + mid
+        joint_f_out[i] = joint_f_out[i] + unclamped + mid
 
 
 def _drive_dampratio_rows(model: newton.Model, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -568,9 +575,10 @@ def _unresolved_drive_dampratio(model: newton.Model, count: int) -> np.ndarray:
 
 class MujocoActuators:
     """The MuJoCo motors and servos of a model with Newton's MuJoCo actuators (:func:`motor_rows`,
-    :func:`servo_rows`; refreshed in place by :meth:`refresh`), the buffers of ``joint_f`` plus the motors' forces,
-    the servos' drive parameters per dof and the damping that ``dampratio`` gives Newton's imported drives, written
-    into the arrays given (``joint_constraints``' rows read them)."""
+    :func:`servo_rows`) and the MJCF actuators that bound Newton's drives (:func:`drive_sources`), refreshed in place
+    by :meth:`refresh`; the buffers of ``joint_f`` plus the motors' forces; and, written into the arrays given
+    (``joint_constraints``' rows read them), the servos' drive parameters, the servos' and bounded drives' ranges
+    (over the dofs of ``drive_dofs``, ``mujoco_drives``) and the damping that ``dampratio`` gives imported drives."""
 
     def __init__(
         self,
@@ -604,8 +612,9 @@ class MujocoActuators:
         self.clamp_ctrl = 1
 
     def refresh(self, reflected_inverse_inertia, resolve_dampratio: bool) -> None:
-        """Re-read which actuators are motors and servos and MuJoCo's ``clampctrl`` flag (at construction and after
-        ``notify_model_changed`` with actuator, inertial, joint dof or model properties), and with
+        """Re-read which actuators are motors and servos, which bound Newton's drives (the list ``drive_dofs``; -1
+        past it) and MuJoCo's ``clampctrl`` flag (at construction and after ``notify_model_changed`` with actuator,
+        inertial, joint dof or model properties), and with
         ``resolve_dampratio`` resolve the ``dampratio`` of servos and of Newton's imported drives:
         ``reflected_inverse_inertia(dofs)`` gives, per Newton dof, ``(M⁻¹)_ii`` at the reference configuration for the
         trees of ``dofs`` (called only when some damping is to be resolved)."""
@@ -623,7 +632,8 @@ class MujocoActuators:
             self._resolve_dampratio(servos, reflected_inverse_inertia)
         self.any_servo = bool(len(servos))
         drive_dofs = np.nonzero((dof_servo >= 0) | (sources[: len(dof_servo)] != -1))[0].astype(np.int32)
-        self.drive_dofs.assign(np.pad(drive_dofs, (0, self.drive_dofs.shape[0] - len(drive_dofs))))
+        padding = (0, self.drive_dofs.shape[0] - len(drive_dofs))
+        self.drive_dofs.assign(np.pad(drive_dofs, padding, constant_values=-1))
         self.drive_dof_count = len(drive_dofs)
         self.any = bool(len(motors)) or self.drive_dof_count > 0
         self.act_at_zero_ctrl = self.drive_dof_count > 0 or bool(_motors_act_at_zero_ctrl(self.model, motors).any())
@@ -631,6 +641,17 @@ class MujocoActuators:
         self.dof_drive_ranges.fill_(wp.vec4(0.0, 0.0, 0.0, -1.0))
         clampctrl = getattr(mj, "flag_clampctrl", None)
         self.clamp_ctrl = int(clampctrl is None or bool(clampctrl.numpy().all()))
+
+    def launches(self) -> tuple[bool, bool, int]:
+        """What a step launches for these actuators: whether with a ``ctrl`` (``any``), whether without one, and over
+        how many dofs ``mujoco_drives`` runs."""
+        return self.any, self.act_at_zero_ctrl, self.drive_dof_count
+
+    def launches_more_than(self, earlier: tuple[bool, bool, int]) -> bool:
+        """Whether a step launches work that a graph captured when :meth:`launches` gave ``earlier`` lacks (a graph
+        whose ``mujoco_drives`` runs over more dofs than the list holds now is still right: the rest are -1)."""
+        now = self.launches()
+        return (now[0] and not earlier[0]) or (now[1] and not earlier[1]) or now[2] > earlier[2]
 
     def _resolve_dampratio(self, servos: np.ndarray, reflected_inverse_inertia) -> None:
         """``servo_dampratio_kv`` of the ``servos`` with a ``dampratio`` and ``dof_dampratio_kd`` of the imported
@@ -654,9 +675,10 @@ class MujocoActuators:
 
     def add_to(self, joint_f: wp.array, control) -> wp.array:
         """``joint_f`` plus the motors' generalized forces from ``control.mujoco.ctrl`` (0 where ``control`` has
-        none), in this object's buffer, and the servos' drive parameters; ``joint_f`` as given when the model has
-        neither, or no ``ctrl`` and no actuator that acts at ctrl 0 (motors alone, as Newton's ant's: nothing to
-        launch). A ``ctrl`` shorter than the model's actuators raises ``ValueError``."""
+        none), in this object's buffer, and the servos' drive parameters and the servos' and bounded drives' ranges;
+        ``joint_f`` as given when the model has none of them, or no ``ctrl`` and no actuator that acts at ctrl 0
+        (motors alone, as Newton's ant's: nothing to launch). A ``ctrl`` shorter than the model's actuators raises
+        ``ValueError``."""
         ctrl = getattr(getattr(control, "mujoco", None), "ctrl", None)
         if not self.any or (ctrl is None and not self.act_at_zero_ctrl):
             return joint_f

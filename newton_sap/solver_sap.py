@@ -259,7 +259,15 @@ class SolverSAP(newton.solvers.SolverBase):
             warn_mujoco_actuation(model, topo, stacklevel=4)
         damping = drives | inertial  # what dampratio's damping depends on
         if flags & (damping | F.MODEL_PROPERTIES) and self._actuators is not None:
+            launched = self._actuators.launches()
             self._actuators.refresh(self._reference_inverse_inertia, resolve_dampratio=bool(flags & damping))
+            if announce and self._actuators.launches_more_than(launched):
+                warnings.warn(
+                    "the model's MuJoCo actuators now need more launches per step (motors, servos or bounded drives "
+                    "on more dofs): capture graphs of earlier steps again",
+                    UserWarning,
+                    stacklevel=3,  # the notify_model_changed call
+                )
         if flags & (F.CONSTRAINT_PROPERTIES | F.JOINT_PROPERTIES):
             warn_half_enabled(model, topo.loop_joints, stacklevel=4)
         if flags & F.CONSTRAINT_PROPERTIES and topo.dof_count:
@@ -320,7 +328,9 @@ class SolverSAP(newton.solvers.SolverBase):
         joint dof flags; ``mujoco_actuation``). The buffers steps read stay the same arrays, so a captured graph
         stays valid and replays the new values (domain randomization between replays). The one exception: a model
         that gains its first drive, finite limit, joint friction or mimic coupling, or loses its last, changes what a
-        step launches; steps pick it up, and a warning says that graphs captured before must be captured again.
+        step launches, and so do MuJoCo actuators that need more launches (servos or bounded drives on more dofs, or
+        motors where there were none); steps pick it up, and a warning says that graphs captured before must be
+        captured again.
         Joint types, parents and articulations are fixed at ``finalize``: build a new solver for a new model."""
         self._refresh_model_values(flags)
 

@@ -586,3 +586,54 @@ def test_drive_ranges_follow_a_mode_change_and_unapplied_ones_are_named():
     both = '<velocity joint="axle" kv="3"/><position joint="axle" kp="10" ctrlrange="-0.3 0.3"/>'
     with pytest.warns(UserWarning, match=r"force or control ranges of actuator 1 \(joint '.*axle'\)"):
         newton_sap.SolverSAP(mjcf_model(disk_mjcf("", both)))
+
+
+@pytest.mark.parametrize(
+    ("actuators", "ctrl", "targets", "spin"),
+    [
+        # a servo pulling down within forcerange [-2, 0.3] against a motor at 1.5 N·m past the limit ±1
+        ('<general joint="axle" gainprm="100" biastype="affine" biasprm="0 -100 -1" forcerange="-2 0.3"/>'
+         '<motor joint="axle"/>', [-1.0, 1.5], {}, -0.125),
+        # a <velocity> drive within ±0.7 against a motor at -3 N·m
+        ('<velocity joint="axle" kv="5" forcerange="-0.7 0.7"/><motor joint="axle"/>', [0.0, -3.0],
+         {"target_qd": [10.0]}, -0.25),
+    ],
+)  # fmt: skip
+def test_motors_past_the_effort_limit_and_a_ranged_drive_sum_as_in_mujoco(actuators, ctrl, targets, spin):
+    """MuJoCo clamps each actuator by its own force range and the joint's sum by ``actuatorfrcrange`` (±1 here): with
+    the motors alone past the limit, one step of 10 ms on the disk matches SolverMuJoCo's CPU build (the review
+    measured −0.25 and −0.075 when the motors' sum was clamped first)."""
+    model = mjcf_model(disk_mjcf('actuatorfrcrange="-1 1"', actuators), gravity=ZERO_GRAVITY)
+    for solver in (
+        newton_sap.SolverSAP(model),
+        newton.solvers.SolverMuJoCo(model, use_mujoco_cpu=True, disable_contacts=True),
+    ):
+        state = hold_ctrl(model, solver, ctrl, 0.01, 1, **targets)
+        assert float(state.joint_qd.numpy()[0]) == pytest.approx(spin, rel=1e-5)
+
+
+def test_a_graph_replays_after_servos_are_removed_and_warns_when_they_are_added():
+    """Three disks, a servo on the second and the third: a step captured in a CPU graph replays right after the third
+    servo becomes a motor (``notify_model_changed``; the review measured the first disk's motor cancelled); turning
+    it back into a servo needs a launch the graph lacks, and a warning says to capture again."""
+    actuators = '<general joint="axle" gainprm="30" biastype="affine" biasprm="0 -30 -2"/>'
+    model = mjcf_model(disk_mjcf("", actuators), 3, ZERO_GRAVITY)
+    solver = newton_sap.SolverSAP(model)
+    control = model.control()
+    control.mujoco.ctrl.assign([0.3, 0.3, 0.3])
+    s0, s1 = model.state(), model.state()
+    solver.step(s0, s1, control, None, 0.01)
+    with wp.ScopedCapture(device="cpu") as capture:
+        solver.step(s0, s1, control, None, 0.01)
+    bias = model.mujoco.actuator_biasprm.numpy()
+    bias[2, 1:3] = 0.0  # the third disk's servo is a motor now
+    model.mujoco.actuator_biasprm.assign(bias)
+    solver.notify_model_changed(newton.ModelFlags.ACTUATOR_PROPERTIES)
+    wp.capture_launch(capture.graph)
+    replayed = s1.joint_qd.numpy().copy()
+    fresh = hold_ctrl(model, newton_sap.SolverSAP(model), [0.3, 0.3, 0.3], 0.01, 1).joint_qd.numpy()
+    assert np.array_equal(replayed, fresh)
+    bias[2, 1:3] = (-30.0, -2.0)
+    model.mujoco.actuator_biasprm.assign(bias)
+    with pytest.warns(UserWarning, match="MuJoCo actuators now need more launches per step"):
+        solver.notify_model_changed(newton.ModelFlags.ACTUATOR_PROPERTIES)
