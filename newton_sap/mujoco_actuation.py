@@ -149,10 +149,10 @@ def warn_mujoco_actuation(model: newton.Model, topo: Topology, stacklevel: int) 
         if len(rows):
             warnings.warn(
                 f"the force or control ranges of {_actuator_names(model, rows)}, joint drives imported from MJCF, are "
-                "applied only by SolverMuJoCo: their drive is in POSITION_VELOCITY mode (SolverMuJoCo clamps its "
-                "position and velocity parts apart), in a mode of another kind, on a BALL joint or does not act, or "
-                "a later actuator of the dof gives the drive its ranges; SolverSAP takes such a drive's targets as "
-                "given",
+                "not applied by SolverSAP: their drive is in POSITION_VELOCITY mode (SolverMuJoCo clamps its position "
+                "and velocity parts apart), in a mode of another kind, on a BALL joint or does not act, or a later "
+                "actuator on the dof takes their place (in SolverMuJoCo too); SolverSAP takes such a drive's targets "
+                "as given",
                 UserWarning,
                 stacklevel=stacklevel,
             )
