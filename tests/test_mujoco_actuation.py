@@ -504,6 +504,17 @@ def test_dampratio_on_a_singular_tree_or_a_velocity_drive_is_named():
         newton_sap.SolverSAP(mjcf_model(both))
 
 
+def one_step_spins_as_mujoco(model, ctrl, targets: dict, spin: float, rel: float) -> None:
+    """One step of 10 ms from rest with ``ctrl`` and Newton's joint ``targets`` spins the disk at ``spin`` [rad/s]
+    (to ``rel``) under SolverSAP and under SolverMuJoCo's CPU build."""
+    for solver in (
+        newton_sap.SolverSAP(model),
+        newton.solvers.SolverMuJoCo(model, use_mujoco_cpu=True, disable_contacts=True),
+    ):
+        state = hold_ctrl(model, solver, ctrl, 0.01, 1, **targets)
+        assert float(state.joint_qd.numpy()[0]) == pytest.approx(spin, rel=rel)
+
+
 @pytest.mark.parametrize(
     ("actuator", "targets", "spin"),
     [
@@ -519,12 +530,7 @@ def test_imported_drives_take_their_actuators_ranges(actuator, targets, spin):
     CPU build gives the same): ``Δt τ_bound / I`` past the force range, and a velocity target of 10 rad/s taken as the
     ctrlrange's 3 (``Kd (3 − v) = I v / Δt``, Kd = 1 N·m·s/rad)."""
     model = mjcf_model(disk_mjcf("", actuator), gravity=ZERO_GRAVITY)
-    for solver in (
-        newton_sap.SolverSAP(model),
-        newton.solvers.SolverMuJoCo(model, use_mujoco_cpu=True, disable_contacts=True),
-    ):
-        state = hold_ctrl(model, solver, None, 0.01, 1, **targets)
-        assert float(state.joint_qd.numpy()[0]) == pytest.approx(spin, rel=2e-3)
+    one_step_spins_as_mujoco(model, None, targets, spin, rel=2e-3)
 
 
 def test_an_imported_position_target_is_clamped_to_its_ctrlrange_past_the_joints_ref():
@@ -557,12 +563,7 @@ def test_imported_drives_share_the_effort_limit_and_take_the_last_actuators_rang
     0.125 against 0.5 for the second)."""
     limit = "-1 1" if "motor" in actuators else "-2 2"
     model = mjcf_model(disk_mjcf(f'actuatorfrcrange="{limit}"', actuators), gravity=ZERO_GRAVITY)
-    for solver in (
-        newton_sap.SolverSAP(model),
-        newton.solvers.SolverMuJoCo(model, use_mujoco_cpu=True, disable_contacts=True),
-    ):
-        state = hold_ctrl(model, solver, ctrl, 0.01, 1, target_q=[1.0])
-        assert float(state.joint_qd.numpy()[0]) == pytest.approx(spin, rel=2e-3)
+    one_step_spins_as_mujoco(model, ctrl, {"target_q": [1.0]}, spin, rel=2e-3)
 
 
 def test_drive_ranges_follow_a_mode_change_and_unapplied_ones_are_named():
@@ -604,12 +605,7 @@ def test_motors_past_the_effort_limit_and_a_ranged_drive_sum_as_in_mujoco(actuat
     the motors alone past the limit, one step of 10 ms on the disk matches SolverMuJoCo's CPU build (the review
     measured −0.25 and −0.075 when the motors' sum was clamped first)."""
     model = mjcf_model(disk_mjcf('actuatorfrcrange="-1 1"', actuators), gravity=ZERO_GRAVITY)
-    for solver in (
-        newton_sap.SolverSAP(model),
-        newton.solvers.SolverMuJoCo(model, use_mujoco_cpu=True, disable_contacts=True),
-    ):
-        state = hold_ctrl(model, solver, ctrl, 0.01, 1, **targets)
-        assert float(state.joint_qd.numpy()[0]) == pytest.approx(spin, rel=1e-5)
+    one_step_spins_as_mujoco(model, ctrl, targets, spin, rel=1e-5)
 
 
 def test_a_graph_replays_after_servos_are_removed_and_warns_when_they_are_added():
