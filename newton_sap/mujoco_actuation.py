@@ -305,10 +305,17 @@ def servo_rows(model: newton.Model, topo: Topology) -> np.ndarray:
 
 
 @wp.func
+def clamps(limited: int, has_range: int):
+    """Whether MuJoCo clamps by a range: its ``limited`` flag on, or ``auto`` with a range given (the device side of
+    :func:`_limited`)."""
+    return limited == LIMITED or (limited == AUTO and has_range != 0)
+
+
+@wp.func
 def clamp_if(x: float, limited: int, has_range: int, bounds: wp.vec2):
-    """``x`` clamped to ``bounds`` where MuJoCo's ``limited`` flag (on, or ``auto`` with a range) says so; a value
-    that is not finite stays as it is (a clamp would make a NaN control a bound)."""
-    if wp.isfinite(x) and (limited == LIMITED or (limited == AUTO and has_range != 0)):
+    """``x`` clamped to ``bounds`` where MuJoCo clamps by them (:func:`clamps`); a value that is not finite stays as
+    it is (a clamp would make a NaN control a bound)."""
+    if wp.isfinite(x) and clamps(limited, has_range):
         return wp.clamp(x, bounds[0], bounds[1])
     return x
 
@@ -387,7 +394,7 @@ def effort_range(
     (midpoint 0) without either bound."""
     f_lo = -wp.inf
     f_hi = wp.inf
-    if k >= 0 and (forcelimited[k] == LIMITED or (forcelimited[k] == AUTO and has_forcerange[k] != 0)):
+    if k >= 0 and clamps(forcelimited[k], has_forcerange[k]):
         bounds = forcerange[k]
         f_lo = wp.min(gear * bounds[0], gear * bounds[1])
         f_hi = wp.max(gear * bounds[0], gear * bounds[1])
@@ -502,7 +509,7 @@ def mujoco_drives(
         mid, half = effort_range(j, 1.0, e, motor, forcelimited, has_forcerange, forcerange)
         t_lo = -wp.inf
         t_hi = wp.inf
-        bounded = j >= 0 and (ctrllimited[j] == LIMITED or (ctrllimited[j] == AUTO and has_ctrlrange[j] != 0))
+        bounded = j >= 0 and clamps(ctrllimited[j], has_ctrlrange[j])
         if clamp_ctrl == 1 and bounded:
             offset = float(0.0)
             if biasprm[j][1] < 0.0:  # a position target: MuJoCo's ctrl is the target plus the joint's ref
