@@ -129,6 +129,45 @@ def free_rotation_torque(inertia: wp.mat33, omega: wp.vec3, dt: float):
     return -dL / dt
 
 
+@wp.func
+def integrated_gyroscopic_inertia(
+    b: int,
+    X: wp.transform,
+    c: wp.vec3,
+    I_com: wp.mat33,
+    omega: wp.vec3,
+    gyroscopic_dt: float,
+    body_flags: wp.array(dtype=wp.int32),
+    body_parent: wp.array(dtype=wp.int32),
+    body_tree: wp.array(dtype=wp.int32),
+    body_mass: wp.array(dtype=float),
+    body_joint: wp.array(dtype=wp.int32),
+    joint_type: wp.array(dtype=wp.int32),
+    joint_X_c: wp.array(dtype=wp.transform),
+):
+    """Whether body b (pose X, COM c [m], ``I_com`` [kg·m²] world axes, turning at ``omega`` [rad/s]) takes
+    :func:`free_rotation_torque` over a step of ``gyroscopic_dt`` [s] in place of ``ω × I_p ω`` (1 or 0), and
+    ``I_p``, its rotational inertia about the point it turns about (rule: :func:`body_inertia_and_bias`)."""
+    j = body_joint[b]
+    jtype = joint_type[j]
+    if not (gyroscopic_dt * wp.length(omega) >= GYROSCOPIC_MIN_TURN) or body_is_kinematic(b, body_flags) == 1:
+        return 0, I_com
+    if jtype != JOINT_FREE and jtype != JOINT_DISTANCE and jtype != JOINT_BALL:
+        return 0, I_com
+    pivot = c
+    parent = body_parent[b]
+    if jtype == JOINT_BALL and (parent < 0 or body_tree[parent] < 0 or body_is_kinematic(parent, body_flags) == 1):
+        pivot = wp.transform_point(X, wp.transform_get_translation(joint_X_c[j]))  # the joint's centre, at rest
+    return 1, rotational_inertia_about(body_mass[b], c - pivot, I_com)
+
+
+@wp.func
+def velocity_product_wrench(I10: Inertia10, V: wp.spatial_vector, A: wp.spatial_vector):
+    """RNE's velocity-product wrench ``I Ā + V ×* I V`` of a body of inertia ``I10`` with twist V and bias
+    acceleration A (all about one point, world axes)."""
+    return inertia10_apply(I10, A) + force_cross(V, inertia10_apply(I10, V))
+
+
 @wp.kernel
 def body_inertia_and_bias(
     # model
@@ -159,10 +198,12 @@ def body_inertia_and_bias(
     joint_f_in: wp.array(dtype=float),
     dof_S_in: wp.array(dtype=wp.spatial_vector),
     tree_ref_in: wp.array(dtype=wp.vec3),
+    write_velocity_products: int,
     # outputs
     composite_inertia_out: wp.array(dtype=Inertia10),
     composite_force_out: wp.array(dtype=wp.spatial_vector),
     dof_S_tree_out: wp.array(dtype=wp.spatial_vector),
+    velocity_products_out: wp.array(dtype=wp.spatial_vector),
 ):
     """Per moving body, about its tree point r: the 10-number inertia ``I_b`` and the RNE bias wrench
     ``f_b = I_b Ā_b + V̄_b ×* I_b V̄_b − f_ext`` with ``Ā_b`` the bias acceleration shifted to r minus
@@ -180,7 +221,9 @@ def body_inertia_and_bias(
     else the COM (FREE, DISTANCE, a BALL joint on a dynamic parent: taken about its centre, a light parent's motion
     would make the body's O(Δt) torque act through its parallel-axis inertia, and such a body lost 16 % of its
     energy in 2 s where the COM keeps it within 3 %). A kinematic body keeps ``ω × I ω``: the wrench that holds it
-    to its prescribed spin. 0 gives the exact bias ``b(q, v)``."""
+    to its prescribed spin. 0 gives the exact bias ``b(q, v)``. With ``write_velocity_products = 1`` also the
+    velocity-product part of ``f_b`` (:func:`velocity_product_wrench`, with the gyroscopic torque as ``f_b`` takes
+    it) into ``velocity_products_out`` (``coriolis="midpoint"``'s prediction)."""
     k = wp.tid()
     b = tree_bodies[k]
     r = tree_ref_in[body_tree[b]]
@@ -192,23 +235,23 @@ def body_inertia_and_bias(
     I10 = inertia10_about(body_mass[b], c - r, I_com)
     V = twist_shift(body_twist_in[b], r - p)
     weight_acc = (1.0 - body_gravcomp[b]) * body_gravity(gravity, body_world, b)
-    A = twist_shift(body_bias_acc_in[b], r - p) - wp.spatial_vector(wp.vec3(0.0), weight_acc)
-    f = inertia10_apply(I10, A) + force_cross(V, inertia10_apply(I10, V))
+    A_bias = twist_shift(body_bias_acc_in[b], r - p)
+    A = A_bias - wp.spatial_vector(wp.vec3(0.0), weight_acc)
+    f = velocity_product_wrench(I10, V, A)
     fe = wp.vec3(0.0)
     te = wp.vec3(0.0)
     j = body_joint[b]
     omega = wp.spatial_top(body_twist_in[b])
-    turns_fast = gyroscopic_dt * wp.length(omega) >= GYROSCOPIC_MIN_TURN and body_is_kinematic(b, body_flags) == 0
-    if turns_fast and (joint_type[j] == JOINT_FREE or joint_type[j] == JOINT_DISTANCE or joint_type[j] == JOINT_BALL):
-        pivot = c
-        parent = body_parent[b]
-        if joint_type[j] == JOINT_BALL and (
-            parent < 0 or body_tree[parent] < 0 or body_is_kinematic(parent, body_flags) == 1
-        ):
-            pivot = wp.transform_point(X, wp.transform_get_translation(joint_X_c[j]))  # the joint's centre, at rest
-        I_pivot = rotational_inertia_about(body_mass[b], c - pivot, I_com)
+    integrated, I_pivot = integrated_gyroscopic_inertia(
+        b, X, c, I_com, omega, gyroscopic_dt, body_flags, body_parent, body_tree, body_mass, body_joint, joint_type,
+        joint_X_c,
+    )  # fmt: skip
+    gyroscopic = wp.vec3(0.0)
+    if integrated == 1:
         gyroscopic = free_rotation_torque(I_pivot, omega, gyroscopic_dt) - wp.cross(omega, I_pivot * omega)
         f += wp.spatial_vector(gyroscopic, wp.vec3(0.0))
+    if write_velocity_products == 1:
+        velocity_products_out[b] = velocity_product_wrench(I10, V, A_bias) + wp.spatial_vector(gyroscopic, wp.vec3())
     if joint_type[j] == JOINT_FREE or joint_type[j] == JOINT_DISTANCE:
         s = joint_qd_start[j]
         fe = wp.vec3(joint_f_in[s], joint_f_in[s + 1], joint_f_in[s + 2])
@@ -242,6 +285,122 @@ def accumulate_composite(
     p = body_parent[b]
     wp.atomic_add(composite_inertia, p, composite_inertia[b])
     wp.atomic_add(composite_force, p, composite_force[b])
+
+
+VELOCITY_PRODUCTS_PREDICT = wp.constant(0)
+"""Mode of :func:`velocity_product_forces`: the step's velocity products at v0 (from :func:`body_inertia_and_bias`)."""
+VELOCITY_PRODUCTS_CORRECT = wp.constant(1)
+"""Mode: their change from v0 to the midpoint velocities ``v̄``, applied to τ and the composite forces."""
+
+
+@wp.kernel
+def velocity_product_changes(
+    # model
+    tree_bodies: wp.array(dtype=wp.int32),
+    tree_body_start: wp.array(dtype=wp.int32),
+    body_tree: wp.array(dtype=wp.int32),
+    body_parent: wp.array(dtype=wp.int32),
+    body_flags: wp.array(dtype=wp.int32),
+    body_mass: wp.array(dtype=float),
+    body_com: wp.array(dtype=wp.vec3),
+    body_inertia: wp.array(dtype=wp.mat33),
+    body_joint: wp.array(dtype=wp.int32),
+    joint_type: wp.array(dtype=wp.int32),
+    joint_X_c: wp.array(dtype=wp.transform),
+    # inputs
+    dt: float,
+    body_q_in: wp.array(dtype=wp.transform),
+    tree_ref_in: wp.array(dtype=wp.vec3),
+    body_twist_in: wp.array(dtype=wp.spatial_vector),
+    body_bias_acc_in: wp.array(dtype=wp.spatial_vector),
+    body_twist_mid_in: wp.array(dtype=wp.spatial_vector),
+    body_bias_acc_mid_in: wp.array(dtype=wp.spatial_vector),
+    # outputs
+    wrench_out: wp.array(dtype=wp.spatial_vector),
+):
+    """Per body of a tree of two or more bodies, about its tree point r, the change of its velocity-product wrench
+    ``w = I Ā + V̄ ×* I V̄`` (:func:`velocity_product_wrench`) from v0 (FK's twists and bias accelerations) to the
+    midpoint velocities v̄ (the ``_mid_in`` ones), ``SolverSAP._midpoint_velocity_products``; 0 in one-body trees.
+    Where the step integrates the body's gyroscopic torque over ``dt`` [s] (:func:`integrated_gyroscopic_inertia`)
+    that torque already spans the step: ``ω̄ × I_p ω̄ − ω × I_p ω`` is left out of the change."""
+    k = wp.tid()
+    b = tree_bodies[k]
+    t = body_tree[b]
+    if tree_body_start[t + 1] - tree_body_start[t] < 2:
+        wrench_out[b] = wp.spatial_vector()
+        return
+    r = tree_ref_in[t]
+    X = body_q_in[b]
+    p = wp.transform_get_translation(X)
+    c = wp.transform_point(X, body_com[b])
+    R = wp.quat_to_matrix(wp.transform_get_rotation(X))
+    I_com = R * body_inertia[b] * wp.transpose(R)
+    I10 = inertia10_about(body_mass[b], c - r, I_com)
+    w = velocity_product_wrench(I10, twist_shift(body_twist_in[b], r - p), twist_shift(body_bias_acc_in[b], r - p))
+    w_mid = velocity_product_wrench(
+        I10, twist_shift(body_twist_mid_in[b], r - p), twist_shift(body_bias_acc_mid_in[b], r - p)
+    )
+    change = w_mid - w
+    omega = wp.spatial_top(body_twist_in[b])
+    integrated, I_pivot = integrated_gyroscopic_inertia(
+        b, X, c, I_com, omega, dt, body_flags, body_parent, body_tree, body_mass, body_joint, joint_type, joint_X_c
+    )
+    if integrated == 1:
+        omega_mid = wp.spatial_top(body_twist_mid_in[b])
+        gyroscopic = wp.cross(omega_mid, I_pivot * omega_mid) - wp.cross(omega, I_pivot * omega)
+        change -= wp.spatial_vector(gyroscopic, wp.vec3(0.0))
+    wrench_out[b] = change
+
+
+@wp.kernel
+def velocity_product_forces(
+    # model
+    tree_body_start: wp.array(dtype=wp.int32),
+    tree_bodies: wp.array(dtype=wp.int32),
+    body_tree: wp.array(dtype=wp.int32),
+    body_parent: wp.array(dtype=wp.int32),
+    body_flags: wp.array(dtype=wp.int32),
+    body_last_dof: wp.array(dtype=wp.int32),
+    dof_parent: wp.array(dtype=wp.int32),
+    dof_body: wp.array(dtype=wp.int32),
+    # inputs
+    mode: int,
+    dof_S_tree_in: wp.array(dtype=wp.spatial_vector),
+    # outputs
+    wrench: wp.array(dtype=wp.spatial_vector),
+    rhs_out: wp.array(dtype=float),
+    tau_out: wp.array(dtype=float),
+    composite_force_out: wp.array(dtype=wp.spatial_vector),
+):
+    """One thread per tree, bodies leaves → root (``tree_bodies`` lists parents first): each body's wrench
+    ``wrench`` (about the tree point, world axes) becomes its subtree sum ``W^c_b`` (read and updated in place),
+    then the joint-space forces ``−S̄_iᵀ W^c_b`` of its own joint's dofs (0 for a kinematic body's, outside the
+    problem): ``VELOCITY_PRODUCTS_PREDICT`` writes them to ``rhs_out`` (``−c(q, v0)``, the velocity products'
+    share of τ); ``VELOCITY_PRODUCTS_CORRECT`` adds them to ``tau_out`` and ``W^c_b`` to ``composite_force_out``
+    (the RNE composites that ``BODY_PARENT_F`` reads)."""
+    t = wp.tid()
+    for k in range(tree_body_start[t + 1] - 1, tree_body_start[t] - 1, -1):
+        b = tree_bodies[k]
+        W = wrench[b]
+        parent = body_parent[b]
+        if parent >= 0:
+            if body_tree[parent] == t:
+                wrench[parent] = wrench[parent] + W
+        if mode == VELOCITY_PRODUCTS_CORRECT:
+            composite_force_out[b] = composite_force_out[b] + W
+        kinematic = body_is_kinematic(b, body_flags)
+        d = body_last_dof[b]
+        while d >= 0:
+            if dof_body[d] != b:
+                break  # an ancestor's dof
+            force = -dot6(dof_S_tree_in[d], W)
+            if kinematic == 1:
+                force = 0.0
+            if mode == VELOCITY_PRODUCTS_PREDICT:
+                rhs_out[d] = force
+            else:
+                tau_out[d] = tau_out[d] + force
+            d = dof_parent[d]
 
 
 @wp.kernel

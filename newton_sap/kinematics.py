@@ -128,6 +128,50 @@ def internal_dof(jtype: int, n_lin: int, n_ang: int, is_angular: int, k: int):
     return k
 
 
+@wp.func
+def joint_keeps_screw(jtype: int, child: int, body_flags: wp.array(dtype=wp.int32)):
+    """1 for a kinematic body's FREE (or DISTANCE) joint, which keeps its twist within a step (a screw motion, see
+    :func:`forward_kinematics`), else 0."""
+    if (jtype == JOINT_FREE or jtype == JOINT_DISTANCE) and body_is_kinematic(child, body_flags) == 1:
+        return 1
+    return 0
+
+
+@wp.func
+def joint_twist_and_bias(
+    jtype: int,
+    n_lin: int,
+    n_ang: int,
+    d0: int,
+    screw: int,
+    V_parent: wp.spatial_vector,
+    A_parent: wp.spatial_vector,
+    dof_S: wp.array(dtype=wp.spatial_vector),
+    qd: wp.array(dtype=float),
+):
+    """Twist ``V = V_P + Σ_k S_k q̇_k`` and bias acceleration ``A = A_P + Σ_k Ṡ_k q̇_k`` of a joint's child
+    (module doc: each group of columns carried by one frame is one motion cross product), from its parent's
+    ``V_parent``, ``A_parent`` (shifted to the child's origin), its columns ``dof_S`` and internal velocities
+    ``qd`` from internal dof ``d0`` on. ``screw = 1`` leaves out the angular columns' carriage by the linear
+    ones (:func:`joint_keeps_screw`)."""
+    V_lin = wp.spatial_vector()
+    for k in range(n_lin):
+        d = d0 + internal_dof(jtype, n_lin, n_ang, 0, k)
+        V_lin = V_lin + dof_S[d] * qd[d]
+    A = A_parent + motion_cross(V_parent, V_lin)  # Σ_k (V_parent ×̂ S_k) q̇_k
+    V_carrier = V_parent + V_lin  # motion of the frame that carries the angular axes
+    V_ang = wp.spatial_vector()
+    for k in range(n_ang):
+        d = d0 + internal_dof(jtype, n_lin, n_ang, 1, k)
+        S = dof_S[d]
+        if jtype == JOINT_D6:
+            A = A + motion_cross(V_ang, S) * qd[d]  # transported axes ride on earlier rotations
+        V_ang = V_ang + S * qd[d]
+    if screw == 0:
+        A = A + motion_cross(V_carrier, V_ang)
+    return V_carrier + V_ang, A
+
+
 @wp.kernel
 def forward_kinematics(
     # model
@@ -227,32 +271,18 @@ def forward_kinematics(
                 internal_v_out[d0 + k] = public_qd_in[qd0 + k]
         qd_src = internal_v_out
 
-        # motion subspace columns, twist and bias acceleration
+        # motion subspace columns, then the twist and bias acceleration they carry
         R_WF = wp.quat_to_matrix(wp.transform_get_rotation(X_WF))
-        V_lin = wp.spatial_vector()
         for k in range(n_lin):
             e = R_WF * wp.vec3(lin[0, k], lin[1, k], lin[2, k])
-            d = d0 + internal_dof(jtype, n_lin, n_ang, 0, k)
-            S = wp.spatial_vector(wp.vec3(0.0), e)
-            dof_S_out[d] = S
-            V_lin = V_lin + S * qd_src[d]
-        A = A + motion_cross(V_parent, V_lin)  # Σ_k (V_parent ×̂ S_k) q̇_k
-        V_carrier = V_parent + V_lin  # motion of the frame that carries the angular axes
-        V_ang = wp.spatial_vector()
+            dof_S_out[d0 + internal_dof(jtype, n_lin, n_ang, 0, k)] = wp.spatial_vector(wp.vec3(0.0), e)
         for k in range(n_ang):
             e = R_WF * wp.vec3(ang[0, k], ang[1, k], ang[2, k])
-            d = d0 + internal_dof(jtype, n_lin, n_ang, 1, k)
-            S = wp.spatial_vector(e, wp.cross(e, p_C - p_M))
-            dof_S_out[d] = S
-            if jtype == JOINT_D6:
-                A = A + motion_cross(V_ang, S) * qd_src[d]  # transported axes ride on earlier rotations
-            V_ang = V_ang + S * qd_src[d]
-        screw = (jtype == JOINT_FREE or jtype == JOINT_DISTANCE) and body_is_kinematic(child, body_flags) == 1
-        if not screw:
-            A = A + motion_cross(V_carrier, V_ang)
-        V = V_carrier + V_ang
+            dof_S_out[d0 + internal_dof(jtype, n_lin, n_ang, 1, k)] = wp.spatial_vector(e, wp.cross(e, p_C - p_M))
+        screw = joint_keeps_screw(jtype, child, body_flags)
+        V, A = joint_twist_and_bias(jtype, n_lin, n_ang, d0, screw, V_parent, A, dof_S_out, qd_src)
         U = U_P
-        if (jtype == JOINT_FREE or jtype == JOINT_DISTANCE) and not screw:
+        if (jtype == JOINT_FREE or jtype == JOINT_DISTANCE) and screw == 0:
             w_F = wp.vec3(qd_src[d0], qd_src[d0 + 1], qd_src[d0 + 2])
             U = U + R_WF * free_com_centripetal(w_F, r_F)
 
@@ -268,6 +298,53 @@ def forward_kinematics(
         V_P = V
         A_P = A
         U_P = U
+
+
+@wp.kernel
+def branch_twists_and_bias(
+    # model
+    branch_start: wp.array(dtype=wp.int32),
+    branch_joints: wp.array(dtype=wp.int32),
+    joint_type: wp.array(dtype=wp.int32),
+    joint_parent: wp.array(dtype=wp.int32),
+    joint_child: wp.array(dtype=wp.int32),
+    joint_dof_dim: wp.array2d(dtype=wp.int32),
+    joint_dof_internal_start: wp.array(dtype=wp.int32),
+    body_flags: wp.array(dtype=wp.int32),
+    # inputs
+    body_q_in: wp.array(dtype=wp.transform),
+    dof_S_in: wp.array(dtype=wp.spatial_vector),
+    v_in: wp.array(dtype=float),
+    # outputs
+    body_twist_out: wp.array(dtype=wp.spatial_vector),
+    body_bias_acc_out: wp.array(dtype=wp.spatial_vector),
+):
+    """The velocity half of :func:`forward_kinematics` at other internal velocities ``v_in`` [rad/s, m/s]: every
+    body's twist and bias acceleration at the poses ``body_q_in`` and columns ``dof_S_in`` FK computed, one
+    thread per branch (shared ancestors recomputed with identical results)."""
+    branch = wp.tid()
+    V_P = wp.spatial_vector()
+    A_P = wp.spatial_vector()
+    p_P = wp.vec3(0.0)
+    for idx in range(branch_start[branch], branch_start[branch + 1]):
+        j = branch_joints[idx]
+        jtype = joint_type[j]
+        child = joint_child[j]
+        if joint_parent[j] < 0:
+            V_P = wp.spatial_vector()
+            A_P = wp.spatial_vector()
+            p_P = wp.vec3(0.0)
+        p_C = wp.transform_get_translation(body_q_in[child])
+        V, A = joint_twist_and_bias(
+            jtype, joint_dof_dim[j, 0], joint_dof_dim[j, 1], joint_dof_internal_start[j],
+            joint_keeps_screw(jtype, child, body_flags), twist_shift(V_P, p_C - p_P), twist_shift(A_P, p_C - p_P),
+            dof_S_in, v_in,
+        )  # fmt: skip
+        body_twist_out[child] = V
+        body_bias_acc_out[child] = A
+        V_P = V
+        A_P = A
+        p_P = p_C
 
 
 @wp.kernel

@@ -34,7 +34,9 @@ class SapSnapshot:
             ``model.mujoco.gravcomp``), Coriolis and gyroscopic terms.
         tau: The step's right-hand side ``joint_f + Jᵀ body_f − b − D v0 − K (q0 + Δt v0 − q_rest)`` (``joint_f``
             with the MuJoCo motors' forces, ``mujoco_actuation``; ``b`` with the gyroscopic torques of freely turning
-            bodies integrated over Δt, ``dynamics.free_rotation_torque``, so it depends on ``dt``)
+            bodies integrated over Δt, ``dynamics.free_rotation_torque``, and, with ``coriolis="midpoint"``, the
+            velocity products of trees of two or more bodies taken at the midpoint velocities
+            ``SolverSAP._midpoint_velocity_products``, so it depends on ``dt`` and differs from ``bias`` there)
             [N, N·m] (D, K: joint damping and stiffness; K acts on scalar coordinates only).
         v_star: Free-motion velocity ``v0 + Δt (M + Δt D + Δt² K)⁻¹ τ − Δt Ṫ q̇_int`` (public convention at ``q0``;
             the last term, zero but for a spinning free body whose COM is off its origin, is explained below).
@@ -108,7 +110,7 @@ def take_snapshot(solver, state, control, dt: float, contacts) -> SapSnapshot:
     solver._dynamics(state, None, None, dt, step_terms=0, include_external=0)
     mass_int = world_matrices(solver.topology, solver._rows.numpy().astype(np.float64))
     bias_int = -host(solver._tau)
-    solver._dynamics(state, control.joint_f, state.body_f, dt, step_terms=1, include_external=1)
+    solver._step_dynamics(state, control, dt)
     tau_int, v0_int = host(solver._tau), host(solver._v0)
     solver._free_motion(dt)
     v_star_int = host(solver._v_star)

@@ -9,6 +9,7 @@ import warp as wp
 from newton.sensors import SensorContact
 
 import newton_sap
+from newton_sap import diagnostics
 
 from contact_scenes import G, Run, sphere_on_ground
 
@@ -193,11 +194,15 @@ def test_observables_replay_from_a_graph():
 def test_parent_wrenches_match_mujoco_on_a_swinging_chain():
     """``BODY_PARENT_F`` against MuJoCo's (``SolverMuJoCo`` on MuJoCo's CPU build: ``cfrc_int`` after the
     constraint solve, moved to each COM) from the same state of the swinging chain. Without damping or
-    armature the first step's dof accelerations are the forward dynamics at ``(q0, v0)`` in both solvers,
-    so the wrenches, the links' Newton–Euler balances with those accelerations, agree to round-off."""
+    armature the first step's dof accelerations are the forward dynamics at ``(q0, v0)`` in both solvers (SAP's
+    velocity products taken at v0, as MuJoCo takes them), so the wrenches, the links' Newton–Euler balances with
+    those accelerations, agree to round-off."""
     model = swinging_chain()
     wrenches = []
-    for solver in (newton_sap.SolverSAP(model), newton.solvers.SolverMuJoCo(model, use_mujoco_cpu=True)):
+    for solver in (
+        newton_sap.SolverSAP(model, coriolis="explicit"),
+        newton.solvers.SolverMuJoCo(model, use_mujoco_cpu=True),
+    ):
         observables = solver.observables({KINDS.BODY_PARENT_F})
         state = model.state()
         state.joint_qd.assign(np.array([1.0, -2.0, 3.0], np.float32))
@@ -207,6 +212,25 @@ def test_parent_wrenches_match_mujoco_on_a_swinging_chain():
     ours, mujoco = wrenches
     assert np.abs(mujoco).max() > 1.0
     np.testing.assert_allclose(ours, mujoco, rtol=1e-4, atol=1e-4 * np.abs(mujoco).max())
+
+
+def test_parent_wrenches_of_passive_hinges_have_no_torque_about_their_axes():
+    """With the velocity products at the midpoint velocities (the default), the wrench through each hinge of the
+    swinging chain, turning fast, still has no moment about the hinge's axis (no joint torque acts): the RNE
+    composites the wrenches start from carry the products the step took."""
+    model = swinging_chain()
+    solver = newton_sap.SolverSAP(model)
+    observables = solver.observables({KINDS.BODY_PARENT_F})
+    state = model.state()
+    state.joint_qd.assign(np.array([6.0, -12.0, 18.0], np.float32))
+    newton.eval_fk(model, state.joint_q, state.joint_qd, state)
+    solver.step(state, model.state(), None, None, DT, observables=observables)
+    wrench = observables.body_parent_f.numpy().astype(np.float64)
+    X = state.body_q.numpy().astype(np.float64)
+    centres = com(model, state.body_q.numpy())
+    axes = diagnostics.quat_to_matrix(X[:, 3:]) @ model.joint_axis.numpy().astype(np.float64)[:, :, None]
+    about_axes = np.einsum("bi,bi->b", axes[:, :, 0], wrench[:, 3:] + np.cross(centres - X[:, :3], wrench[:, :3]))
+    assert np.abs(about_axes).max() < 1e-4 * np.abs(wrench).max(), (about_axes, np.abs(wrench).max())
 
 
 def test_deprecated_state_fields_are_filled_as_the_observables():
