@@ -4,7 +4,10 @@ All quantities of one tree are expressed in world axes about the tree's COM ``r`
 as a point fixed in space for this instant), where twists, inertias and wrenches simply add.
 
 Kernel order in a step: :func:`tree_reference_points` → :func:`body_inertia_and_bias` →
-:func:`accumulate_composite` once per depth level (leaves → root) → :func:`mass_matrix_rows`.
+:func:`accumulate_composite` once per depth level (leaves → root) → :func:`mass_matrix_rows`; with
+``coriolis="midpoint"`` then :func:`velocity_product_forces` (the prediction's right-hand side), a free-motion solve,
+``kinematics.branch_twists_and_bias``, :func:`velocity_product_changes` and :func:`velocity_product_forces` again
+(``SolverSAP._midpoint_velocity_products``).
 """
 
 import warp as wp

@@ -692,37 +692,41 @@ class SolverSAP(newton.solvers.SolverBase):
         its centripetal pull)."""
         model, topo, T = self.model, self.topology, self._topo
         device = model.device
-        n_bodies = len(topo.tree_bodies)
-        for mode in (dynamics.VELOCITY_PRODUCTS_PREDICT, dynamics.VELOCITY_PRODUCTS_CORRECT):
-            if mode == dynamics.VELOCITY_PRODUCTS_CORRECT:  # the products at v0 came from body_inertia_and_bias
-                self._free_motion(0.5 * dt, rhs=self._mid_rhs, out=self._v_mid)
-                wp.launch(
-                    kinematics.branch_twists_and_bias,
-                    dim=len(topo.branch_start) - 1,
-                    inputs=[T.branch_start, T.branch_joints, model.joint_type, model.joint_parent, model.joint_child,
-                            model.joint_dof_dim, T.joint_dof_internal_start, model.body_flags, self._body_q,
-                            self._dof_S, self._v_mid],
-                    outputs=[self._mid_twist, self._mid_bias_acc],
-                    device=device,
-                )  # fmt: skip
-                wp.launch(
-                    dynamics.velocity_product_changes,
-                    dim=n_bodies,
-                    inputs=[T.tree_bodies, T.tree_body_start, T.body_tree, T.body_parent, model.body_flags,
-                            model.body_mass, model.body_com, model.body_inertia, T.body_joint, model.joint_type,
-                            model.joint_X_c, dt, self._body_q, self._tree_ref, self._body_twist, self._body_bias_acc,
-                            self._mid_twist, self._mid_bias_acc],
-                    outputs=[self._mid_wrench],
-                    device=device,
-                )  # fmt: skip
-            wp.launch(
-                dynamics.velocity_product_forces,
-                dim=topo.tree_count,
-                inputs=[T.tree_body_start, T.tree_bodies, T.body_tree, T.body_parent, model.body_flags,
-                        T.body_last_dof, T.dof_parent, T.dof_body, mode, self._dof_S_tree],
-                outputs=[self._mid_wrench, self._mid_rhs, self._tau, self._composite_force],
-                device=device,
-            )  # fmt: skip
+        self._velocity_product_forces(dynamics.VELOCITY_PRODUCTS_PREDICT)  # body_inertia_and_bias's, at v0
+        self._free_motion(0.5 * dt, rhs=self._mid_rhs, out=self._v_mid)
+        wp.launch(
+            kinematics.branch_twists_and_bias,
+            dim=len(topo.branch_start) - 1,
+            inputs=[T.branch_start, T.branch_joints, model.joint_type, model.joint_parent, model.joint_child,
+                    model.joint_dof_dim, T.joint_dof_internal_start, model.body_flags, self._body_q, self._dof_S,
+                    self._v_mid],
+            outputs=[self._mid_twist, self._mid_bias_acc],
+            device=device,
+        )  # fmt: skip
+        wp.launch(
+            dynamics.velocity_product_changes,
+            dim=len(topo.tree_bodies),
+            inputs=[T.tree_bodies, T.tree_body_start, T.body_tree, T.body_parent, model.body_flags, model.body_mass,
+                    model.body_com, model.body_inertia, T.body_joint, model.joint_type, model.joint_X_c, dt,
+                    self._body_q, self._tree_ref, self._body_twist, self._body_bias_acc, self._mid_twist,
+                    self._mid_bias_acc],
+            outputs=[self._mid_wrench],
+            device=device,
+        )  # fmt: skip
+        self._velocity_product_forces(dynamics.VELOCITY_PRODUCTS_CORRECT)
+
+    def _velocity_product_forces(self, mode: int) -> None:
+        """The per-body wrenches in ``_mid_wrench`` summed over subtrees and turned into joint forces
+        (``dynamics.velocity_product_forces``): the prediction's right-hand side, or τ's and the composites' change."""
+        T = self._topo
+        wp.launch(
+            dynamics.velocity_product_forces,
+            dim=self.topology.tree_count,
+            inputs=[T.tree_body_start, T.tree_bodies, T.body_tree, T.body_parent, self.model.body_flags,
+                    T.body_last_dof, T.dof_parent, T.dof_body, mode, self._dof_S_tree],
+            outputs=[self._mid_wrench, self._mid_rhs, self._tau, self._composite_force],
+            device=self.model.device,
+        )  # fmt: skip
 
     def _kinematics(self, joint_q, joint_qd) -> None:
         """FK at ``(joint_q, joint_qd)`` into the solver's buffers (``_body_q``, twists, bias accelerations,
