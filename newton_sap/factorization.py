@@ -105,6 +105,26 @@ def eliminate_dof(
 
 
 @wp.func
+def reduce_dof(
+    k: int,
+    dof_parent: wp.array(dtype=wp.int32),
+    dof_depth: wp.array(dtype=wp.int32),
+    dof_row_start: wp.array(dtype=wp.int32),
+    factor: wp.array(dtype=float),
+    y: wp.array(dtype=float),
+):
+    """:func:`eliminate_dof`'s right-hand-side half with ``factor`` already factored: ``y_i −= L_ki y_k`` for each
+    chain ancestor i of k (the same operations, so the same bits)."""
+    dk = dof_depth[k]
+    rk = dof_row_start[k]
+    yk = y[k]
+    i = dof_parent[k]
+    while i >= 0:
+        wp.atomic_sub(y, i, factor[rk + dk - dof_depth[i]] * yk)
+        i = dof_parent[i]
+
+
+@wp.func
 def substitute_dof(
     k: int,
     dof_parent: wp.array(dtype=wp.int32),
@@ -141,17 +161,21 @@ def sparse_factor_level(
     # inputs
     world_active: wp.array(dtype=wp.int32),
     world_selected: wp.array(dtype=wp.int32),
+    factored: int,
     # outputs (factored in place)
     factor: wp.array(dtype=float),
     y: wp.array(dtype=float),
 ):
-    """:func:`eliminate_dof` for the dofs of one depth (deepest level first), one thread each, in the worlds
-    flagged in both ``world_active`` and ``world_selected``."""
+    """:func:`eliminate_dof` (``factored = 1``: :func:`reduce_dof`) for the dofs of one depth (deepest level
+    first), one thread each, in the worlds flagged in both ``world_active`` and ``world_selected``."""
     k = level_dofs[wp.tid()]
     w = dof_world[k]
     if world_active[w] == 0 or world_selected[w] == 0:
         return
-    eliminate_dof(k, dof_parent, dof_depth, dof_row_start, factor, y)
+    if factored == 1:
+        reduce_dof(k, dof_parent, dof_depth, dof_row_start, factor, y)
+    else:
+        eliminate_dof(k, dof_parent, dof_depth, dof_row_start, factor, y)
 
 
 @wp.kernel
@@ -195,6 +219,7 @@ def tree_solve(
     # inputs
     world_active: wp.array(dtype=wp.int32),
     world_selected: wp.array(dtype=wp.int32),
+    factored: int,
     scale: float,
     base: wp.array(dtype=float),
     # outputs (factor and y: factored and reduced in place)
@@ -203,9 +228,10 @@ def tree_solve(
     x: wp.array(dtype=float),
     out: wp.array(dtype=float),
 ):
-    """One thread per tree (the CPU's form, one launch for the whole solve): :func:`eliminate_dof` from the
-    tree's last dof to its first, then :func:`substitute_dof` from the first (a dof's ancestors have
-    smaller indices, ``topology.py``), for the listed trees of the worlds flagged in both masks."""
+    """One thread per tree (the CPU's form, one launch for the whole solve): :func:`eliminate_dof` (``factored =
+    1``: :func:`reduce_dof`) from the tree's last dof to its first, then :func:`substitute_dof` from the first (a
+    dof's ancestors have smaller indices, ``topology.py``), for the listed trees of the worlds flagged in both
+    masks."""
     t = trees[wp.tid()]
     w = tree_world[t]
     if world_active[w] == 0 or world_selected[w] == 0:
@@ -213,7 +239,10 @@ def tree_solve(
     s = tree_dof_start[t]
     n = tree_dof_count[t]
     for i in range(n):
-        eliminate_dof(s + n - 1 - i, dof_parent, dof_depth, dof_row_start, factor, y)
+        if factored == 1:
+            reduce_dof(s + n - 1 - i, dof_parent, dof_depth, dof_row_start, factor, y)
+        else:
+            eliminate_dof(s + n - 1 - i, dof_parent, dof_depth, dof_row_start, factor, y)
     for i in range(n):
         substitute_dof(s + i, dof_parent, dof_depth, dof_row_start, scale, factor, y, base, x, out)
 
@@ -246,21 +275,24 @@ def sparse_matvec(
 
 
 def solve_tree_systems(
-    trees, levels, T, world_active, world_selected, rows, rhs, scale, base, factor, y, x, out, device
+    trees, levels, T, world_active, world_selected, rows, rhs, scale, base, factor, y, x, out, device, factored=False
 ) -> None:
     """``out = base + scale · M⁻¹ rhs`` per tree, for the trees ``trees`` (whose dofs ``levels`` lists by
     depth) in the worlds flagged in both ``world_active`` and ``world_selected``, M given by its sparse
     lower rows ``rows`` (A's layout); ``factor``, ``y`` and ``x`` are scratch of the sizes of ``rows`` and
-    ``rhs``. On the CPU one thread per tree (:func:`tree_solve`, one launch: the CPU runs the threads one
-    after the other anyway), on GPUs level by level (:data:`TREE_THREADS_ON_CPU`)."""
-    wp.copy(factor, rows)
+    ``rhs``. ``factored=True``: ``factor`` already holds these trees' factors of M from an earlier call (rows
+    unchanged since), only the right-hand side is reduced. On the CPU one thread per tree (:func:`tree_solve`, one
+    launch: the CPU runs the threads one after the other anyway), on GPUs level by level
+    (:data:`TREE_THREADS_ON_CPU`)."""
+    if not factored:
+        wp.copy(factor, rows)
     wp.copy(y, rhs)
     if TREE_THREADS_ON_CPU and wp.get_device(device).is_cpu:
         wp.launch(
             tree_solve,
             dim=trees.shape[0],
             inputs=[trees, T.tree_dof_start, T.tree_dof_count, T.tree_world, T.dof_parent, T.dof_depth, T.dof_row_start,
-                    world_active, world_selected, scale, base],
+                    world_active, world_selected, int(factored), scale, base],
             outputs=[factor, y, x, out],
             device=device,
         )  # fmt: skip
@@ -269,7 +301,16 @@ def solve_tree_systems(
         wp.launch(
             sparse_factor_level,
             dim=level.shape[0],
-            inputs=[level, T.dof_parent, T.dof_depth, T.dof_row_start, T.dof_world, world_active, world_selected],
+            inputs=[
+                level,
+                T.dof_parent,
+                T.dof_depth,
+                T.dof_row_start,
+                T.dof_world,
+                world_active,
+                world_selected,
+                int(factored),
+            ],
             outputs=[factor, y],
             device=device,
         )

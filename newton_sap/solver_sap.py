@@ -391,10 +391,11 @@ class SolverSAP(newton.solvers.SolverBase):
                                         self._dof_S_tree, self._A_inv_diag, self._body_free_centripetal, self._v0,
                                         self._tau, dt)  # fmt: skip
             v = self._sap.solve(self._rows, self._dense, self._v0, self._v_star, self._tau, dt,
-                                functools.partial(self._free_motion, dt), self._world_failed)  # fmt: skip
+                                functools.partial(self._free_motion, dt, factored=self._midpoint),
+                                self._world_failed)  # fmt: skip
         else:
             self._skip_sap()
-            self._free_motion(dt)
+            self._free_motion(dt, factored=self._midpoint)
             v = self._v_star
         body_parent_f = self._observable_output(observables, self.ObservableKind.BODY_PARENT_F, state_out)
         if body_parent_f is not None:
@@ -686,8 +687,9 @@ class SolverSAP(newton.solvers.SolverBase):
         first order and fast-moving trees gain energy step after step (a ragdoll of ball joints ×5 in 2 s at
         Δt = 0.01, as under MuJoCo's Euler integrators). A body's gyroscopic torque that the step already
         integrates (:func:`~newton_sap.dynamics.free_rotation_torque`) is kept. At rest (v0 = 0) nothing changes.
-        Cost: the velocity products at v0, a second factorization and solve of A for the prediction (in momentum
-        mode too, where A is otherwise never factored on its own), the twists and products at v̄. One-body trees
+        Cost: the velocity products at v0, a solve with A for the prediction (in momentum mode too, where A is
+        otherwise never factored on its own; v*'s solve then reuses the tree LDLᵀ's factors), the twists and
+        products at v̄. One-body trees
         keep theirs at v0 (their velocity products are the gyroscopic torque and, with a COM off the body origin,
         its centripetal pull)."""
         model, topo, T = self.model, self.topology, self._topo
@@ -778,10 +780,12 @@ class SolverSAP(newton.solvers.SolverBase):
         wp.copy(self._kinematics_q, joint_q, count=model.joint_coord_count)
         wp.copy(self._kinematics_qd, public_qd, count=model.joint_dof_count)
 
-    def _free_motion(self, dt: float, worlds=None, rhs=None, out=None) -> None:
+    def _free_motion(self, dt: float, worlds=None, rhs=None, out=None, factored: bool = False) -> None:
         """``v* = v0 + Δt A⁻¹ τ`` per tree (dense buckets, then the sparse levels; on the CPU every tree
         by the tree LDLᵀ, see ``factorization.TREE_LDLT_ON_CPU``), in the worlds flagged in the device mask
-        ``worlds`` (None: every world); ``v0 + Δt A⁻¹ rhs`` into ``out`` when given."""
+        ``worlds`` (None: every world); ``v0 + Δt A⁻¹ rhs`` into ``out`` when given. ``factored=True``: the step's
+        midpoint prediction (:meth:`_midpoint_velocity_products`) left A's sparse factors in ``_factor``, which the
+        sparse solve then reuses (the dense tiles factor in every call)."""
         T, device = self._topo, self.model.device
         worlds = self._all_worlds if worlds is None else worlds
         rhs = self._tau if rhs is None else rhs
@@ -802,7 +806,7 @@ class SolverSAP(newton.solvers.SolverBase):
         if levels:
             factorization.solve_tree_systems(
                 trees, levels, T, worlds, self._all_worlds, self._rows, rhs, dt, self._v0, self._factor, self._y,
-                self._x, out, device,
+                self._x, out, device, factored,
             )  # fmt: skip
 
     def _flag_failed_inputs(self, state, control) -> None:

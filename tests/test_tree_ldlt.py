@@ -107,3 +107,33 @@ def test_level_by_level_solve_matches_one_thread_per_tree(monkeypatch):
         landed += int((threads.stats.iterations > 0).any() and threads._sap.world_tree_local.numpy().all())
         state, out_threads = out_threads, state
     assert landed > 10
+
+
+@pytest.mark.parametrize("one_thread_per_tree", [True, False])
+def test_a_reused_factor_solves_as_a_fresh_one(monkeypatch, one_thread_per_tree):
+    """``solve_tree_systems(..., factored=True)`` reduces a new right-hand side with the factors an earlier call
+    left (the midpoint Coriolis prediction's, reused by v*'s solve): the same bits as factoring again, in both forms
+    of the tree LDLᵀ; without those factors it gives something else."""
+    monkeypatch.setattr(factorization, "TREE_THREADS_ON_CPU", one_thread_per_tree)
+    model = scenes.SCENES["humanoid"].build(2)
+    sap = solver(model, monkeypatch, True)
+    state = model.state()
+    newton.eval_fk(model, state.joint_q, state.joint_qd, state)
+    sap.step(state, model.state(), None, None, 0.01)  # A's rows at the state
+    T, n = sap._topo, sap.topology.dof_count
+    rng = np.random.default_rng(5)
+    rhs_first, rhs = (wp.array(rng.normal(size=n).astype(np.float32)) for _ in range(2))
+
+    def solve(rhs, factor, factored):
+        out = wp.zeros(n, dtype=float)
+        factorization.solve_tree_systems(
+            T.tree_ids, T.dof_levels, T, sap._all_worlds, sap._all_worlds, sap._rows, rhs, 0.5, sap._v0, factor,
+            wp.zeros(n, dtype=float), wp.zeros(n, dtype=float), out, "cpu", factored,
+        )  # fmt: skip
+        return out.numpy()
+
+    factor = wp.zeros_like(sap._rows)
+    solve(rhs_first, factor, factored=False)
+    fresh = solve(rhs, wp.zeros_like(sap._rows), factored=False)
+    assert np.array_equal(solve(rhs, factor, factored=True), fresh)
+    assert not np.array_equal(solve(rhs, wp.clone(sap._rows), factored=True), fresh)
