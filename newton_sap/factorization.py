@@ -301,19 +301,11 @@ def solve_tree_systems(
         wp.launch(
             sparse_factor_level,
             dim=level.shape[0],
-            inputs=[
-                level,
-                T.dof_parent,
-                T.dof_depth,
-                T.dof_row_start,
-                T.dof_world,
-                world_active,
-                world_selected,
-                int(factored),
-            ],
+            inputs=[level, T.dof_parent, T.dof_depth, T.dof_row_start, T.dof_world, world_active, world_selected,
+                    int(factored)],
             outputs=[factor, y],
             device=device,
-        )
+        )  # fmt: skip
     for level in levels:
         wp.launch(
             sparse_solve_level,
