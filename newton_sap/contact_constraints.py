@@ -32,20 +32,25 @@ parking every row is swept, and contact ``i`` keeps slot ``i``.
   (or the solver's overrides); with Newton's ``rigid_contact_surface_velocity`` (meshes with
   ``enable_surface_velocity``, e.g. a conveyor belt) v̂ less its tangential part: the impulse depends on
   ``v̂ − v_c``, and the surfaces' material slides at ``v_c`` plus that velocity;
+* with ``lagged = 1`` (``contact_approximation="lagged"``) the rows are ``CONTACT_LAGGED``, their parameter the
+  friction bound ``μ n0`` (``lagged_contact.lagged_normal_impulse`` at the step's start velocity, ``J v0`` plus the
+  known velocities above; 0 in the detection gap) instead of μ;
 * with ``park = 1``, whether the contact is distant (``contact_is_distant`` at the step's start velocity
   ``v0``, its ``v_c0`` from the body twists, ``jacobian.body_chain_twists``): ``c_parked``, with ``γ = 0`` (the
-  answer's impulse), ``c_vc = v_c0`` and what the check needs (frame, point, v̂, μ; and φ0; the twists include the
-  kinematic bodies' dofs and the FREE joints' offsets, so v̂ is not shifted by them until the row is completed),
-  but neither Jacobian entries nor Delassus estimate nor R or G (they cost most of a row: no kernel reads them
-  for a parked row); the solver leaves such rows out of the Newton iterations and checks them at the solution
-  from the body twists there (``sap.py``). A row the check finds acting, or every parked row for a snapshot, is
+  answer's impulse), ``c_vc = v_c0`` and what the check needs (frame, point, v̂, μ or a lagged row's bound 0, so
+  that the check's ``contact_separates`` tests its normal alone; and φ0; the twists include the kinematic bodies'
+  dofs and the FREE joints' offsets, so v̂ is not shifted by them until the row is completed), but neither Jacobian
+  entries nor Delassus estimate nor R or G (they cost most of a row: no kernel reads them for a parked row); the
+  solver leaves such rows out of the Newton iterations and checks them at the solution from the body twists there
+  (``sap.py``). A row the check finds acting, or every parked row for a snapshot, is
   completed by this kernel again in a completing mode (its entries and R; the iterations then evaluate its γ
   and G)."""
 
 import warp as wp
 
-from .constraints.dispatch import CONTACT, thread_slots
+from .constraints.dispatch import CONTACT, CONTACT_LAGGED, thread_slots
 from .constraints.friction_cone import contact_bias_velocity, contact_compliance, contact_is_distant
+from .constraints.lagged_contact import lagged_normal_impulse
 from .dynamics import body_gravity
 from .jacobian import chain_rows, offset_velocity, point_velocity, tangent_frame
 from .kinematic_bodies import side_moves
@@ -193,6 +198,7 @@ def contact_rows(
     sigma: float,
     dt: float,
     park: int,
+    lagged: int,
     # inputs
     contact_count: wp.array(dtype=wp.int32),
     contact_shape0: wp.array(dtype=wp.int32),
@@ -331,9 +337,12 @@ def contact_rows(
             c_contact[c] = i
             c_world_out[c] = world
             c_kind_out[c] = CONTACT
+            c_param_out[c] = mu
+            if lagged == 1:  # its friction bound is set with R below (0 in the detection gap, where parking is)
+                c_kind_out[c] = CONTACT_LAGGED
+                c_param_out[c] = 0.0
             c_frame_out[c] = R_WC
             c_vhat_out[c] = v_hat
-            c_param_out[c] = mu
             c_phi_out[c] = phi0
             c_point_out[c] = p
             c_parked[c] = 0
@@ -352,7 +361,10 @@ def contact_rows(
         u = offset_velocity(b1, body_free_centripetal, dt) - offset_velocity(b0, body_free_centripetal, dt)
         vc_known = vc_kinematic + R_CW * u
         c_vhat_out[c] = v_hat - vc_known
-        c_R_out[c] = contact_compliance(k_pair, tau, dt, beta, sigma, w_norm / 3.0)
+        R = contact_compliance(k_pair, tau, dt, beta, sigma, w_norm / 3.0)
+        c_R_out[c] = R
+        if lagged == 1:  # friction bound μ n0 from the normal law at the step's start velocity J v0 + known
+            c_param_out[c] = mu * lagged_normal_impulse(phi0, vc_walk[2] + vc_known[2], dt, tau, R[2])
         c_nnz_out[c] = e
         if mode == ROWS_BUILD:
             c_vc_out[c] = vc_walk

@@ -91,6 +91,12 @@ class SapOptions:
             Δt = 0.01 where the evaluation at v0 pumps it up; ``SolverSAP._midpoint_velocity_products``);
             ``"explicit"``, at the step's v0, as semi-implicit Euler (Newton's Featherstone, MuJoCo's Euler and
             ``implicitfast`` integrators) takes them. One-body trees take them at v0 either way.
+        contact_approximation: The contact model: ``"sap"`` (default), SAP's regularized friction cone, whose
+            projection couples the normal impulse to the slip, so that a sliding contact separates at about
+            ``μ ‖v_t‖`` (a box slid at 2 m/s with μ = 0.5 hops centimetres); ``"lagged"``, the same compliant
+            normal law with friction bounded by μ times the normal impulse at the step's start state (Drake's
+            Lagged approximation): no such lift, at the price of friction that lags the normal force by one step
+            at impacts and lift-offs (``constraints/lagged_contact.py``). Both are convex.
     """
 
     momentum_mode: bool = False
@@ -112,6 +118,7 @@ class SapOptions:
     stiction_prediction: bool = True
     park_distant_contacts: bool | None = None
     coriolis: str = "midpoint"
+    contact_approximation: str = "sap"
 
     def __post_init__(self):
         if self.line_search not in ("exact", "backtracking"):
@@ -155,6 +162,8 @@ class SapOptions:
             raise ValueError(f"park_distant_contacts must be True, False or None, got {self.park_distant_contacts!r}")
         if self.coriolis not in ("midpoint", "explicit"):
             raise ValueError(f"coriolis must be 'midpoint' or 'explicit', got {self.coriolis!r}")
+        if self.contact_approximation not in ("sap", "lagged"):
+            raise ValueError(f"contact_approximation must be 'sap' or 'lagged', got {self.contact_approximation!r}")
         if self.pcg_threads not in (None, "world", "dof"):
             raise ValueError(f"pcg_threads must be 'world', 'dof' or None, got {self.pcg_threads!r}")
 

@@ -1286,7 +1286,8 @@ class SapSolver:
             self._contact_row_args = {
                 "dim": -(-n_contacts // self.slots_per_thread),
                 "options": [self.slots_per_thread, n_contacts, stiffness, dissipation, o.near_rigid_threshold,
-                            o.friction_regularization, dt, int(self.parking)],
+                            o.friction_regularization, dt, int(self.parking),
+                            int(o.contact_approximation == "lagged")],
                 "inputs": [
                     model.shape_body, model.shape_material_ke, model.shape_material_kd,
                     model.shape_material_mu, T.body_tree, T.body_world, T.body_last_dof, model.body_flags,

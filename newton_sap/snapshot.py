@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .constraints.dispatch import CONTACT
+from .constraints.dispatch import CONTACT_KINDS
 from .conventions import free_joint_velocity_map
 from .diagnostics import quat_to_matrix
 from .host_matrices import world_matrices
@@ -57,7 +57,7 @@ class SapSnapshot:
             kinematic bodies give it (their dofs have zero columns in ``contact_jacobian``, their mass-matrix rows
             are decoupled), the position update's ``R_WCᵀ (u_1 − u_0)`` (``jacobian.offset_velocity``) and a mesh's
             tangential surface velocity (``contact_constraints``).
-        contact_friction: Per world, (nc,) μ.
+        contact_friction: Per world, (nc,) μ; with ``contact_approximation="lagged"`` the friction bound μ n0 [N·s].
         contact_impulse: Per world, (nc, 3) the solved impulses γ [N·s] in the contact frames.
         constraint_kind: Per world, (m,) the type of every constraint of the step (contacts, drives,
             limits, joint friction, mimic, loop closures; ``constraints.dispatch`` constants): the contacts
@@ -170,7 +170,7 @@ def _contact_data(solver, state, control, contacts, dt, maps, snap) -> None:
             for k in range(c_nnz[c]):
                 J[3 * row : 3 * row + 3, c_dof[c, k] - s] += c_J[c, k]
         J = J @ T_inv
-        contacts_w = c_kind[slots] == CONTACT
+        contacts_w = np.isin(c_kind[slots], CONTACT_KINDS)
         rows = np.repeat(contacts_w, 3)
         snap.contact_jacobian.append(J[rows])
         snap.constraint_kind.append(c_kind[slots].copy())

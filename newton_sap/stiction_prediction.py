@@ -18,7 +18,7 @@ true ℓ along it.
 
 import warp as wp
 
-from .constraints.dispatch import constraint_predicts_stiction, linear_branch_impulse, thread_slots
+from .constraints.dispatch import constraint_predicts_stiction, stiction_branch_impulse, thread_slots
 from .jacobian import row_product
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
@@ -47,9 +47,9 @@ def stiction_model_row(
     c_J: wp.array2d(dtype=wp.vec3),
     dv: wp.array(dtype=float),
 ):
-    """Row c in the stiction model along the Newton step ``Δv``: ``(1, G̃ = R⁻¹, γ̃ − γ)`` where the step takes it
-    through stiction (``γ̃ = R⁻¹(v̂ − v_c)``, its linear branch), else ``(0, G, 0)``; a row without impulse
-    (separated) is not sliding, so it predicts nothing."""
+    """Row c in the stiction model along the Newton step ``Δv``: ``(1, G̃, γ̃ − γ)`` where the step takes it
+    through stiction (``stiction_branch_impulse``: ``γ̃ = R⁻¹(v̂ − v_c)``, ``G̃ = R⁻¹`` for SAP's cone, its linear
+    branch), else ``(0, G, 0)``; a row without impulse (separated) is not sliding, so it predicts nothing."""
     G = c_G[c]
     gamma = c_gamma[c]
     if wp.dot(gamma, gamma) == 0.0:
@@ -58,7 +58,7 @@ def stiction_model_row(
     dvc = row_product(c, c_nnz, c_dof, c_J, dv)
     if constraint_predicts_stiction(c_kind[c], vc, dvc, c_vhat[c], c_R[c], c_param[c]) == 0:
         return int(0), G, wp.vec3(0.0)
-    gamma_model, G_model = linear_branch_impulse(vc, c_vhat[c], c_R[c])
+    gamma_model, G_model = stiction_branch_impulse(c_kind[c], vc, c_vhat[c], c_R[c], c_param[c])
     return int(1), G_model, gamma_model - gamma
 
 

@@ -22,9 +22,14 @@ def test_resting_sphere_penetrates_by_mg_over_k():
     assert np.all(run.converged)
 
 
-def test_sliding_box_stops_at_the_coulomb_distance():
-    """2 m/s, μ = 0.5: it stops after v0²/(2 μ g) (within 3 %)."""
-    run = Run(box_on_ground(mu=0.5), qd0=[2.0, 0, 0, 0, 0, 0])
+APPROXIMATIONS = ["sap", "lagged"]
+
+
+@pytest.mark.parametrize("approximation", APPROXIMATIONS)
+def test_sliding_box_stops_at_the_coulomb_distance(approximation):
+    """2 m/s, μ = 0.5: it stops after v0²/(2 μ g) (within 3 %; the lagged friction starts a step late, from a
+    box touching the ground without penetration: 1.2 % too far)."""
+    run = Run(box_on_ground(mu=0.5), qd0=[2.0, 0, 0, 0, 0, 0], contact_approximation=approximation)
     x0 = run.q[0]
     run.step(5e-3, 160)
     expected = 2.0**2 / (2 * 0.5 * G)
@@ -44,10 +49,24 @@ def test_sliding_box_leaves_the_ground_at_mu_times_its_slip():
     assert 0.93 * 0.5 * slip < lift <= 0.5 * slip
 
 
-def test_box_sticks_on_a_20_degree_incline_with_mu_half():
+def test_lagged_friction_slides_the_box_without_lifting_it():
+    """``contact_approximation="lagged"``: the same slide keeps the box on the ground: it never rises (SAP's hops
+    3.4 cm), moving up at under 1 mm/s, and only settles into its resting penetration (0.05 mm)."""
+    run = Run(box_on_ground(mu=0.5), qd0=[2.0, 0, 0, 0, 0, 0], contact_approximation="lagged")
+    z0, heights, lifts = run.q[2], [], []
+    for _ in range(50):
+        run.step(0.01)
+        heights.append(run.q[2] - z0)
+        lifts.append(run.qd[2])
+    assert max(heights) < 1e-6 and max(lifts) < 1e-3 and min(heights) > -1e-4
+    assert run.qd[0] < 0.05  # and stopped (after 0.41 s)
+
+
+@pytest.mark.parametrize("approximation", APPROXIMATIONS)
+def test_box_sticks_on_a_20_degree_incline_with_mu_half(approximation):
     """tan 20° = 0.36 < μ = 0.5: the box sticks; regularized friction creeps by less than 10 σ Δt g."""
     dt = 0.01
-    run = Run(box_on_ground(mu=0.5, gravity=incline_gravity(20.0)))
+    run = Run(box_on_ground(mu=0.5, gravity=incline_gravity(20.0)), contact_approximation=approximation)
     run.step(dt, 100)
     x0 = run.q[0]
     run.step(dt, 100)
@@ -56,10 +75,11 @@ def test_box_sticks_on_a_20_degree_incline_with_mu_half():
     assert np.all(run.converged)
 
 
-def test_box_slides_on_a_30_degree_incline_with_mu_0_3():
+@pytest.mark.parametrize("approximation", APPROXIMATIONS)
+def test_box_slides_on_a_30_degree_incline_with_mu_0_3(approximation):
     """tan 30° > μ = 0.3: it slides with a = g (sin θ − μ cos θ) (within 2 %)."""
     dt = 0.005
-    run = Run(box_on_ground(mu=0.3, gravity=incline_gravity(30.0)))
+    run = Run(box_on_ground(mu=0.3, gravity=incline_gravity(30.0)), contact_approximation=approximation)
     run.step(dt, 40)
     v1 = run.qd[0]
     run.step(dt, 100)
@@ -69,23 +89,27 @@ def test_box_slides_on_a_30_degree_incline_with_mu_0_3():
     assert np.all(run.converged)
 
 
-def test_sphere_thrown_without_spin_ends_rolling_at_five_sevenths():
+@pytest.mark.parametrize("approximation", APPROXIMATIONS)
+def test_sphere_thrown_without_spin_ends_rolling_at_five_sevenths(approximation):
     """A solid sphere sliding at v0 without spin rolls at 5/7 v0 after 2 v0 / (7 μ g) (within 1 %)."""
     v0, mu, radius = 2.0, 0.3, 0.1
-    run = Run(sphere_on_ground(radius=radius, mass=1.0, height=radius, mu=mu), qd0=[v0, 0, 0, 0, 0, 0])
+    run = Run(sphere_on_ground(radius=radius, mass=1.0, height=radius, mu=mu), qd0=[v0, 0, 0, 0, 0, 0],
+              contact_approximation=approximation)  # fmt: skip
     run.step(5e-3, int(2 * 2 * v0 / (7 * mu * G) / 5e-3))
     assert abs(run.qd[0] - 5.0 / 7.0 * v0) < 0.01 * 5.0 / 7.0 * v0
     assert abs(run.qd[4] * radius - run.qd[0]) < 0.01 * v0  # rolling: ω_y r = v_x
     assert np.all(run.converged)
 
 
-def test_sphere_landing_across_the_ground_rolls_at_five_sevenths():
+@pytest.mark.parametrize("approximation", APPROXIMATIONS)
+def test_sphere_landing_across_the_ground_rolls_at_five_sevenths(approximation):
     """A solid sphere without spin, 2 cm above the ground and falling at 3 m/s while moving at v0 across it,
     lands within one step of 0.01 s. Its angular momentum about the touching point is kept through the landing's
     impulses, so it rolls at 5/7 v0 after (within 0.2 %) if friction acts at the sphere's surface: at the midpoint
     of the 2 cm gap the lever is 1 cm longer and it rolled 2.5 % too fast."""
     v0, radius = 2.0, 0.1
-    run = Run(sphere_on_ground(radius=radius, height=radius + 0.02, mu=0.5), qd0=[v0, 0, -3.0, 0, 0, 0])
+    run = Run(sphere_on_ground(radius=radius, height=radius + 0.02, mu=0.5), qd0=[v0, 0, -3.0, 0, 0, 0],
+              contact_approximation=approximation)  # fmt: skip
     run.step(0.01, 30)
     assert abs(run.qd[0] - 5.0 / 7.0 * v0) < 2e-3 * 5.0 / 7.0 * v0
     assert abs(run.qd[4] * radius - run.qd[0]) < 2e-3 * v0
@@ -199,9 +223,10 @@ def test_box_on_a_mesh_conveyor_accelerates_at_mu_g_to_the_belt_speed():
     assert np.all(run.converged)
 
 
-def test_stack_of_five_boxes_stands_for_ten_seconds():
+@pytest.mark.parametrize("approximation", APPROXIMATIONS)
+def test_stack_of_five_boxes_stands_for_ten_seconds(approximation):
     dt = 0.01
-    run = Run(box_on_ground(boxes=5, mu=0.5))
+    run = Run(box_on_ground(boxes=5, mu=0.5), contact_approximation=approximation)
     run.step(dt, 50)
     settled = run.q.reshape(5, 7)[:, :3].copy()
     run.step(dt, 1000)
@@ -211,7 +236,8 @@ def test_stack_of_five_boxes_stands_for_ten_seconds():
     assert np.mean(run.iterations) < 10
 
 
-def test_dropped_humanoid_comes_to_rest():
+@pytest.mark.parametrize("approximation", APPROXIMATIONS)
+def test_dropped_humanoid_comes_to_rest(approximation):
     robot = newton.ModelBuilder()
     robot.add_mjcf(
         newton.examples.get_asset("nv_humanoid.xml"),
@@ -221,7 +247,7 @@ def test_dropped_humanoid_comes_to_rest():
     )
     robot.add_ground_plane()
     model = robot.finalize()
-    run = Run(model)
+    run = Run(model, contact_approximation=approximation)
     run.step(0.01, 300)  # its joint limits hold it up a while: it lands after about 2 s
     assert np.all(np.isfinite(run.q)) and np.all(run.converged)
     assert np.abs(run.qd).max() < 0.5
@@ -231,12 +257,13 @@ def test_dropped_humanoid_comes_to_rest():
     assert distances.min() > -3e-3  # the default contact stiffness keeps penetration to millimetres
 
 
-@pytest.mark.parametrize("line_search", ["exact", "backtracking"])
-def test_momentum_mode_gives_the_same_answer(line_search):
+@pytest.mark.parametrize("line_search,approximation", [("exact", "sap"), ("backtracking", "sap"), ("exact", "lagged")])
+def test_momentum_mode_gives_the_same_answer(line_search, approximation):
     runs = [
-        Run(box_on_ground(boxes=3, mu=0.5), qd0=[0.5, 0, 0, 0, 0, 1.0] * 3, momentum_mode=m, line_search=line_search)
+        Run(box_on_ground(boxes=3, mu=0.5), qd0=[0.5, 0, 0, 0, 0, 1.0] * 3, momentum_mode=m, line_search=line_search,
+            contact_approximation=approximation)
         for m in (False, True)
-    ]
+    ]  # fmt: skip
     for run in runs:
         run.step(0.01, 30)
     assert np.abs(runs[0].q - runs[1].q).max() < 1e-4

@@ -56,12 +56,15 @@ SOLVES = {  # the direction solves of a 60-dof world, and the options that selec
 }
 
 
+@pytest.mark.parametrize("approximation", ["sap", "lagged"])
 @pytest.mark.parametrize("solve", SOLVES)
-def test_prediction_keeps_solutions_and_saves_iterations(solve):
+def test_prediction_keeps_solutions_and_saves_iterations(solve, approximation):
     """A landing pile stepped with and without the prediction, both from the same state every step:
-    the same velocities to the float32 floor, every step converged, and fewer Newton iterations."""
-    predicted = Run(sphere_bin(10), **SOLVES[solve])
-    plain = Run(sphere_bin(10), stiction_prediction=False, **SOLVES[solve])
+    the same velocities to the float32 floor, every step converged, and fewer Newton iterations; for SAP's cone and
+    for the lagged contact (whose stiction branch is its friction's, ``dispatch.stiction_branch_impulse``)."""
+    options = {**SOLVES[solve], "contact_approximation": approximation}
+    predicted = Run(sphere_bin(10), **options)
+    plain = Run(sphere_bin(10), stiction_prediction=False, **options)
     topology = predicted.solver.topology
     assert topology.world_uses_pcg.all() == (solve == "pcg")
     assert (topology.world_block_offset >= 0).all() == (solve == "block Cholesky")

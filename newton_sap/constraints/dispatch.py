@@ -2,8 +2,8 @@
 
 A constraint occupies one slot of the solver's constraint arrays: up to three velocity rows
 ``v_c = J v`` (sparse Jacobian entries), a diagonal compliance ``R``, a bias velocity ``v̂`` and one
-type parameter (μ for contacts). Adding a type means: its module with the impulse contract (see the
-package doc), one branch below, and a kernel that fills its slots.
+type parameter (μ for SAP's contacts, the friction bound μ n0 for lagged ones). Adding a type means: its
+module with the impulse contract (see the package doc), one branch below, and a kernel that fills its slots.
 """
 
 import warp as wp
@@ -12,6 +12,7 @@ from .bilateral import bilateral_impulse
 from .friction_cone import friction_cone_impulse, friction_cone_predicts_stiction
 from .joint_friction import joint_friction_impulse
 from .joint_limit import joint_limit_impulse
+from .lagged_contact import lagged_contact_impulse, lagged_contact_predicts_stiction, lagged_contact_stiction_branch
 from .pd_drive import pd_drive_impulse
 
 SLOTS_PER_THREAD_CPU = 1024
@@ -51,6 +52,11 @@ JOINT_FRICTION = wp.constant(3)
 """Dry friction in a joint (``joint_friction.py``); parameter: the impulse limit Δt·f_c."""
 BILATERAL = wp.constant(4)
 """A rigid equality such as a mimic coupling (``bilateral.py``); no parameter."""
+CONTACT_LAGGED = wp.constant(5)
+"""Point contact with friction bounded by the normal impulse at the step's start (``lagged_contact.py``);
+parameter: that bound μ n0 [N·s]."""
+CONTACT_KINDS = (int(CONTACT), int(CONTACT_LAGGED))
+"""The contact types (``contact_approximation``): the rows ``contact_rows`` fills."""
 
 
 @wp.func
@@ -66,6 +72,8 @@ def constraint_impulse(kind: int, v_c: wp.vec3, v_hat: wp.vec3, R: wp.vec3, para
         return joint_friction_impulse(v_c, v_hat, R, parameter)
     if kind == BILATERAL:
         return bilateral_impulse(v_c, v_hat, R, parameter)
+    if kind == CONTACT_LAGGED:
+        return lagged_contact_impulse(v_c, v_hat, R, parameter)
     return wp.vec3(0.0), wp.mat33(0.0), float(0.0)
 
 
@@ -76,12 +84,17 @@ def constraint_predicts_stiction(kind: int, v_c: wp.vec3, dv_c: wp.vec3, v_hat: 
     types are modelled by their Newton model at ``v_c``)."""
     if kind == CONTACT:
         return friction_cone_predicts_stiction(v_c, dv_c, v_hat, R, parameter)
+    if kind == CONTACT_LAGGED:
+        return lagged_contact_predicts_stiction(v_c, dv_c, v_hat, R, parameter)
     return 0
 
 
 @wp.func
-def linear_branch_impulse(v_c: wp.vec3, v_hat: wp.vec3, R: wp.vec3):
-    """The template's linear branch (stiction, unsaturated drive, active limit), ``γ = R⁻¹ (v̂ − v_c)``
-    [N·s] and ``G = R⁻¹``, whatever the constraint's actual region at ``v_c``."""
+def stiction_branch_impulse(kind: int, v_c: wp.vec3, v_hat: wp.vec3, R: wp.vec3, parameter: float):
+    """Impulse γ [N·s] and Hessian G of a contact's stiction branch at ``v_c``, whatever its actual region there:
+    SAP's cone, the template's linear branch ``γ = R⁻¹ (v̂ − v_c)``, ``G = R⁻¹``; a lagged contact, its friction's
+    linear branch beside its normal law (``lagged_contact_stiction_branch``)."""
+    if kind == CONTACT_LAGGED:
+        return lagged_contact_stiction_branch(v_c, v_hat, R, parameter)
     R_inv = wp.vec3(1.0 / R[0], 1.0 / R[1], 1.0 / R[2])
     return wp.cw_mul(R_inv, v_hat - v_c), wp.diag(R_inv)

@@ -1,0 +1,186 @@
+"""The lagged contact (``contact_approximation="lagged"``) against closed forms and finite differences of its
+cost; its whole scenes run in ``test_contact_scenes.py`` beside SAP's."""
+
+import numpy as np
+import pytest
+import warp as wp
+
+from newton_sap.constraints.dispatch import (
+    CONTACT_LAGGED,
+    constraint_impulse,
+    constraint_predicts_stiction,
+    stiction_branch_impulse,
+)
+from newton_sap.constraints.lagged_contact import lagged_normal_impulse
+
+from contact_scenes import G, Run, box_on_ground
+
+R = np.array([1e-3, 1e-3, 0.0253])  # [kg⁻¹] R_t, R_t, R_n
+V_HAT = np.array([0.01, -0.02, 0.0833])  # [m/s] a tangential part as a kinematic or conveyor surface gives
+
+
+@wp.kernel
+def _evaluate(
+    v_c: wp.array(dtype=wp.vec3),
+    v_hat: wp.array(dtype=wp.vec3),
+    R: wp.array(dtype=wp.vec3),
+    limit: wp.array(dtype=float),
+    gamma_out: wp.array(dtype=wp.vec3),
+    G_out: wp.array(dtype=wp.mat33),
+    cost_out: wp.array(dtype=float),
+):
+    i = wp.tid()
+    g, G, c = constraint_impulse(CONTACT_LAGGED, v_c[i], v_hat[i], R[i], limit[i])
+    gamma_out[i] = g
+    G_out[i] = G
+    cost_out[i] = c
+
+
+def evaluate(v_c, limit):
+    n = len(v_c)
+    out = wp.zeros(n, dtype=wp.vec3), wp.zeros(n, dtype=wp.mat33), wp.zeros(n, dtype=float)
+    inputs = [wp.array(np.asarray(x, np.float32), dtype=wp.vec3) for x in (v_c, [V_HAT] * n, [R] * n)]
+    wp.launch(_evaluate, dim=n, inputs=[*inputs, wp.array(np.asarray(limit, np.float32))], outputs=list(out))
+    return [o.numpy().astype(np.float64) for o in out]
+
+
+def reference(v, limit):
+    """γ of the module doc in float64: the normal's ``max(0, y_n)`` beside the disk projection of ``y_t``."""
+    y = (V_HAT - v) / R
+    gamma = np.zeros(3)
+    gamma[2] = max(y[2], 0.0)
+    y_r = np.linalg.norm(y[:2])
+    gamma[:2] = y[:2] if y_r <= limit else limit * y[:2] / y_r
+    return gamma
+
+
+def random_cases(region, n, rng):
+    """Velocities well inside one region of the friction (stiction or sliding) and of the normal (pressed or
+    open), so that central differences stay in it."""
+    cases = []
+    while len(cases) < n:
+        friction, normal = region.split("-")
+        v = rng.uniform(-0.3, 0.3, 3)
+        limit = rng.uniform(0.5, 5.0) if friction != "none" else 0.0
+        y = (V_HAT - v) / R
+        slip_ratio = np.linalg.norm(y[:2]) / max(limit, 1e-30)
+        friction_ok = {"stiction": slip_ratio < 0.9, "sliding": slip_ratio > 1.1, "none": True}[friction]
+        normal_ok = y[2] > 0.2 if normal == "pressed" else y[2] < -0.2
+        if friction == "stiction":  # a slip inside the disk: small tangential velocities
+            v[:2] = V_HAT[:2] - rng.uniform(-0.6, 0.6, 2) * limit * R[0]
+            y = (V_HAT - v) / R
+            friction_ok = np.linalg.norm(y[:2]) < 0.9 * limit
+        if friction_ok and normal_ok:
+            cases.append((v, limit))
+    return cases
+
+
+REGIONS = ["stiction-pressed", "stiction-open", "sliding-pressed", "sliding-open", "none-pressed", "none-open"]
+
+
+@pytest.mark.parametrize("region", REGIONS)
+def test_impulse_and_hessian_are_derivatives_of_the_cost(region):
+    """γ = −∂ℓ/∂v_c and G = −∂γ/∂v_c by central differences, γ against the float64 projection, G symmetric PSD;
+    friction acts whether the normal is pressed or open (its bound is the start's), and none without a bound."""
+    rng = np.random.default_rng(REGIONS.index(region))
+    h = 1e-5
+    for v, limit in random_cases(region, 20, rng):
+        probes = [v]
+        for k in range(3):
+            e = np.zeros(3)
+            e[k] = h
+            probes += [v + e, v - e]
+        gamma, Gs, cost = evaluate(probes, [limit] * 7)
+        fd_gamma = np.array([-(cost[1 + 2 * k] - cost[2 + 2 * k]) / (2 * h) for k in range(3)])
+        fd_G = np.stack([-(gamma[1 + 2 * k] - gamma[2 + 2 * k]) / (2 * h) for k in range(3)], axis=1)
+        scale_g = max(np.abs(gamma[0]).max(), 1.0)
+        scale_G = max(np.abs(Gs[0]).max(), 1.0)
+        np.testing.assert_allclose(gamma[0], reference(v, limit), rtol=1e-5, atol=1e-5 * scale_g)
+        assert np.abs(fd_gamma - gamma[0]).max() < 2e-2 * scale_g, (region, v, limit)
+        assert np.abs(fd_G - Gs[0]).max() < 2e-2 * scale_G, (region, v, limit)
+        assert np.allclose(Gs[0], Gs[0].T, atol=1e-5 * scale_G)
+        assert np.linalg.eigvalsh(Gs[0]).min() > -1e-5 * scale_G
+        if region.startswith("none"):
+            assert gamma[0][0] == 0.0 and gamma[0][1] == 0.0
+        if region.endswith("open"):
+            assert gamma[0][2] == 0.0
+
+
+@wp.kernel
+def _normal_impulse(
+    phi0: wp.array(dtype=float),
+    v_n0: wp.array(dtype=float),
+    dt: float,
+    tau: float,
+    R_n: float,
+    out: wp.array(dtype=float),
+):
+    i = wp.tid()
+    out[i] = lagged_normal_impulse(phi0[i], v_n0[i], dt, tau, R_n)
+
+
+def test_friction_bound_is_the_start_states_kelvin_voigt_impulse():
+    """``n0 = Δt k (x0 + τ_d ẋ0)₊`` [N·s] with the stiffness behind ``R_n = 1 / (Δt k (Δt + τ_d))``; 0 outside
+    penetration and when the contact separates fast enough that the damping cancels the spring."""
+    dt, tau, k = 0.01, 0.02, 3e5
+    R_n = 1.0 / (dt * k * (dt + tau))
+    phi0 = np.array([-2e-3, -2e-3, -2e-3, 1e-3, 0.0, -1e-3])
+    v_n0 = np.array([0.0, -0.5, 0.05, -1.0, -1.0, 0.06])
+    out = wp.zeros(len(phi0), dtype=float)
+    wp.launch(_normal_impulse, dim=len(phi0), inputs=[wp.array(phi0, dtype=float), wp.array(v_n0, dtype=float), dt,
+                                                      tau, R_n], outputs=[out])  # fmt: skip
+    expected = dt * k * np.maximum(-phi0 - tau * v_n0, 0.0) * (phi0 < 0.0)
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-5, atol=1e-9)
+    assert expected[[0, 1, 2]].min() > 0.0 and np.all(expected[3:] == 0.0)
+
+
+@wp.kernel
+def _prediction(
+    v_c: wp.array(dtype=wp.vec3),
+    dv_c: wp.array(dtype=wp.vec3),
+    v_hat: wp.vec3,
+    R: wp.vec3,
+    limit: float,
+    predicted: wp.array(dtype=int),
+    gamma_out: wp.array(dtype=wp.vec3),
+    G_out: wp.array(dtype=wp.mat33),
+):
+    i = wp.tid()
+    predicted[i] = constraint_predicts_stiction(CONTACT_LAGGED, v_c[i], dv_c[i], v_hat, R, limit)
+    g, G = stiction_branch_impulse(CONTACT_LAGGED, v_c[i], v_hat, R, limit)
+    gamma_out[i] = g
+    G_out[i] = G
+
+
+def test_stiction_prediction_and_its_model():
+    """A sliding contact (slip 0.1 m/s, stiction below 2 mm/s) is predicted to stick when the step ends its slip
+    inside the disk or reverses it, not when it slides on or already sticks; its model takes the friction's linear
+    branch ``γ_t = −s / R_t``, ``G_t = I / R_t`` and keeps the normal as it is."""
+    limit = 2.0  # [N·s]: the disk's slip radius is limit R_t = 2 mm/s
+    v_t = V_HAT[:2]
+    v_c = np.array([[*(v_t + [0.1, 0.0]), 0.0]] * 4 + [[*(v_t + [1e-3, 0.0]), 0.0]])
+    dv_c = np.array([[-0.1, 0.0, 0.0], [-0.2, 0.0, 0.0], [-0.05, 0.0, 0.0], [0.0, 0.3, 0.0], [-0.2, 0.0, 0.0]])
+    n = len(v_c)
+    predicted, gamma, Gs = wp.zeros(n, dtype=int), wp.zeros(n, dtype=wp.vec3), wp.zeros(n, dtype=wp.mat33)
+    inputs = [wp.array(v_c, dtype=wp.vec3), wp.array(dv_c, dtype=wp.vec3), wp.vec3(*V_HAT), wp.vec3(*R), limit]
+    wp.launch(_prediction, dim=n, inputs=inputs, outputs=[predicted, gamma, Gs])
+    assert predicted.numpy().tolist() == [1, 1, 0, 0, 0]
+    exact, _G, _cost = evaluate(v_c, [limit] * n)
+    np.testing.assert_allclose(gamma.numpy()[:, :2], (V_HAT[:2] - v_c[:, :2]) / R[0], rtol=1e-5)
+    np.testing.assert_allclose(gamma.numpy()[:, 2], exact[:, 2], rtol=1e-6)
+    np.testing.assert_allclose(Gs.numpy()[0], np.diag([1 / R[0], 1 / R[0], 1 / R[2]]), rtol=1e-6)
+
+
+@pytest.mark.parametrize("momentum_mode", [False, True])
+def test_resting_box_friction_bound_is_mu_m_g_dt(momentum_mode):
+    """A 2 kg box resting on the ground: its contacts' friction bounds (the snapshot's ``contact_friction``) sum to
+    ``μ m g Δt``, the normal impulse that holds it (within 1 %), and its step leaves it at rest."""
+    mu, mass, dt = 0.4, 2.0, 0.01
+    run = Run(box_on_ground(mu=mu, mass=mass), contact_approximation="lagged", momentum_mode=momentum_mode)
+    run.step(dt, 100)
+    run.pipeline.collide(run.s0, run.contacts)
+    snap = run.solver.snapshot(run.s0, dt=dt, contacts=run.contacts)
+    bound = snap.contact_friction[0].sum()
+    assert abs(bound - mu * mass * G * dt) < 0.01 * mu * mass * G * dt
+    assert abs(snap.contact_impulse[0][:, 2].sum() - mass * G * dt) < 0.01 * mass * G * dt
+    assert np.abs(run.qd).max() < 1e-4
