@@ -33,8 +33,8 @@ parking every row is swept, and contact ``i`` keeps slot ``i``.
   ``enable_surface_velocity``, e.g. a conveyor belt) v̂ less its tangential part: the impulse depends on
   ``v̂ − v_c``, and the surfaces' material slides at ``v_c`` plus that velocity;
 * with ``lagged = 1`` (``contact_approximation="lagged"``) the rows are ``CONTACT_LAGGED``, their parameter the
-  friction bound ``μ n0`` (``lagged_contact.lagged_normal_impulse`` at the step's start velocity, ``J v0`` plus the
-  known velocities above; 0 in the detection gap) instead of μ;
+  friction bound ``μ n0`` (``lagged_contact.lagged_normal_impulse``: the elastic normal impulse at φ0 and R; 0 in
+  the detection gap) instead of μ;
 * with ``park = 1``, whether the contact is distant (``contact_is_distant`` at the step's start velocity
   ``v0``, its ``v_c0`` from the body twists, ``jacobian.body_chain_twists``): ``c_parked``, with ``γ = 0`` (the
   answer's impulse), ``c_vc = v_c0`` and what the check needs (frame, point, v̂, μ or a lagged row's bound 0, so
@@ -363,8 +363,8 @@ def contact_rows(
         c_vhat_out[c] = v_hat - vc_known
         R = contact_compliance(k_pair, tau, dt, beta, sigma, w_norm / 3.0)
         c_R_out[c] = R
-        if lagged == 1:  # friction bound μ n0 from the normal law at the step's start velocity J v0 + known
-            c_param_out[c] = mu * lagged_normal_impulse(phi0, vc_walk[2] + vc_known[2], dt, tau, R[2])
+        if lagged == 1:  # friction bound μ n0, n0 the elastic normal impulse at the step's start penetration
+            c_param_out[c] = mu * lagged_normal_impulse(phi0, dt, tau, R[2])
         c_nnz_out[c] = e
         if mode == ROWS_BUILD:
             c_vc_out[c] = vc_walk

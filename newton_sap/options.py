@@ -94,9 +94,11 @@ class SapOptions:
         contact_approximation: The contact model: ``"sap"`` (default), SAP's regularized friction cone, whose
             projection couples the normal impulse to the slip, so that a sliding contact separates at about
             ``μ ‖v_t‖`` (a box slid at 2 m/s with μ = 0.5 hops centimetres); ``"lagged"``, the same compliant
-            normal law with friction bounded by μ times the normal impulse at the step's start state (Drake's
-            Lagged approximation): no such lift, at the price of friction that lags the normal force by one step
-            at impacts and lift-offs (``constraints/lagged_contact.py``). Both are convex.
+            normal law with friction bounded by μ times the elastic normal impulse at the step's start
+            penetration (Drake's Lagged approximation): no such lift, at the price of friction that lags the normal
+            force (none in the step an impact starts to penetrate, less than Coulomb's while the penetration builds
+            up, one more step after a lift-off) and more Newton iterations (``constraints/lagged_contact.py``).
+            Both are convex.
     """
 
     momentum_mode: bool = False

@@ -7,6 +7,7 @@ import numpy as np
 import warp as wp
 
 import newton_sap
+from newton_sap.constraints.dispatch import CONTACT_LAGGED
 
 G = 9.81
 
@@ -184,6 +185,11 @@ class Run:
             self.cg_iterations.append(stats.cg_iterations)
         return self.s0
 
+    def set_qd(self, qd) -> None:
+        """Joint velocities of the current state set to ``qd`` (public convention), body velocities to match."""
+        self.s0.joint_qd.assign(np.asarray(qd, np.float32))
+        newton.eval_fk(self.model, self.s0.joint_q, self.s0.joint_qd, self.s0)
+
     @property
     def q(self):
         return self.s0.joint_q.numpy()
@@ -206,8 +212,15 @@ def friction_cone_impulse(v_c, v_hat, R, mu, eps=1.0e-7):
     return np.array([mu * gamma_n * y[0] / y_r, mu * gamma_n * y[1] / y_r, gamma_n])
 
 
+def require_sap_contacts(snap, world: int) -> None:
+    """Refuse a snapshot of lagged contacts (``contact_approximation="lagged"``): their ``contact_friction`` is a
+    friction bound [N·s], not the μ that SAP's projection reads."""
+    assert not np.isin(CONTACT_LAGGED, snap.constraint_kind[world]), "SAP's friction cone only"
+
+
 def contact_impulses(snap, v, world=0):
     """γ [N·s] of ``world``'s contacts at ``v`` (one row per contact), by the independent projection."""
+    require_sap_contacts(snap, world)
     v_c = (snap.contact_jacobian[world] @ v).reshape(-1, 3)
     R, v_hat, mu = (snap.contact_compliance[world], snap.contact_bias_velocity[world],
                     snap.contact_friction[world])  # fmt: skip

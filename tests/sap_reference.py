@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from contact_scenes import friction_cone_impulse
+from contact_scenes import friction_cone_impulse, require_sap_contacts
 
 SOFT_NORM = 1.0e-7  # ε of the tangential soft norm ``y_r = sqrt(|y_t|² + ε²)``, as the solver's
 
@@ -37,6 +37,7 @@ def friction_cone_hessian(v_c, v_hat, R, mu):
 def solve_contact_problem(snap, world: int, v_start=None, rel_tolerance=1e-12, max_iterations=100) -> np.ndarray:
     """The minimizer [m/s, rad/s] of ``½ (v − v*)ᵀ A (v − v*) + Σ_c ½ γ_cᵀ R_c γ_c`` for ``world`` of ``snap``,
     from ``v_start`` (default v*), to ``‖D∇ℓ‖ ≤ rel_tolerance max(‖D A v‖, ‖D Jᵀγ‖)``, ``D = diag(A)^-½``."""
+    require_sap_contacts(snap, world)
     A, v_star, J = snap.mass_matrix[world], snap.v_star[world], snap.contact_jacobian[world]
     R, v_hat, mu = snap.contact_compliance[world], snap.contact_bias_velocity[world], snap.contact_friction[world]
     D = 1.0 / np.sqrt(np.diag(A))

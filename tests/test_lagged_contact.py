@@ -109,29 +109,48 @@ def test_impulse_and_hessian_are_derivatives_of_the_cost(region):
 @wp.kernel
 def _normal_impulse(
     phi0: wp.array(dtype=float),
-    v_n0: wp.array(dtype=float),
     dt: float,
     tau: float,
-    R_n: float,
+    R_n: wp.array(dtype=float),
     out: wp.array(dtype=float),
 ):
     i = wp.tid()
-    out[i] = lagged_normal_impulse(phi0[i], v_n0[i], dt, tau, R_n)
+    out[i] = lagged_normal_impulse(phi0[i], dt, tau, R_n[i])
 
 
-def test_friction_bound_is_the_start_states_kelvin_voigt_impulse():
-    """``n0 = Δt k (x0 + τ_d ẋ0)₊`` [N·s] with the stiffness behind ``R_n = 1 / (Δt k (Δt + τ_d))``; 0 outside
-    penetration and when the contact separates fast enough that the damping cancels the spring."""
-    dt, tau, k = 0.01, 0.02, 3e5
+def test_friction_bound_is_the_elastic_impulse_at_the_start_penetration():
+    """``n0 = Δt k x0`` [N·s] with the stiffness k behind R_n: the compliant ``R_n = 1 / (Δt k (Δt + τ_d))`` and a
+    near-rigid one (its k smaller than the contact's); 0 without penetration."""
+    dt, tau = 0.01, 0.02
+    k = np.array([3e5, 3e5, 3e5, 3e5, 2e3, 2e3])
     R_n = 1.0 / (dt * k * (dt + tau))
-    phi0 = np.array([-2e-3, -2e-3, -2e-3, 1e-3, 0.0, -1e-3])
-    v_n0 = np.array([0.0, -0.5, 0.05, -1.0, -1.0, 0.06])
+    phi0 = np.array([-2e-3, -1e-5, 1e-3, 0.0, -2e-3, -4e-2])
     out = wp.zeros(len(phi0), dtype=float)
-    wp.launch(_normal_impulse, dim=len(phi0), inputs=[wp.array(phi0, dtype=float), wp.array(v_n0, dtype=float), dt,
-                                                      tau, R_n], outputs=[out])  # fmt: skip
-    expected = dt * k * np.maximum(-phi0 - tau * v_n0, 0.0) * (phi0 < 0.0)
-    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-5, atol=1e-9)
-    assert expected[[0, 1, 2]].min() > 0.0 and np.all(expected[3:] == 0.0)
+    wp.launch(_normal_impulse, dim=len(phi0), inputs=[wp.array(phi0, dtype=float), dt, tau,
+                                                      wp.array(R_n, dtype=float)], outputs=[out])  # fmt: skip
+    expected = dt * k * np.maximum(-phi0, 0.0)
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-5, atol=1e-12)
+
+
+def test_cost_is_continuous_and_convex_across_the_regions():
+    """ℓ has no jump at the stiction disk's edge or where the normal opens (a constant left out of one branch
+    passes the finite differences), and is convex along random segments that cross the regions."""
+    limit = 2.0
+    edge = limit * R[0]  # the slip at the disk's edge [m/s]
+    tangent = np.array([0.6, 0.8])
+    probes = []
+    for side in (1.0 - 1e-4, 1.0 + 1e-4):  # the disk's edge, normal pressed
+        probes.append(np.array([*(V_HAT[:2] - side * edge * tangent), V_HAT[2] - 0.01]))
+    for dn in (-1e-7, 1e-7):  # the normal's edge, sliding
+        probes.append(np.array([*(V_HAT[:2] - 0.1 * tangent), V_HAT[2] + dn]))
+    _gamma, _G, cost = evaluate(probes, [limit] * 4)
+    assert abs(cost[1] - cost[0]) < 1e-3 * cost[0] and abs(cost[3] - cost[2]) < 1e-3 * cost[2]
+    rng = np.random.default_rng(5)
+    a = V_HAT + rng.normal(0.0, [3 * edge, 3 * edge, 0.01], (400, 3))
+    b = V_HAT + rng.normal(0.0, [3 * edge, 3 * edge, 0.01], (400, 3))
+    _g, _G, c = evaluate(np.concatenate([a, b, 0.5 * (a + b)]), [limit] * 1200)
+    ends = 0.5 * (c[:400] + c[400:800])
+    assert np.all(c[800:] <= ends + 1e-6 * np.maximum(ends, 1e-9))
 
 
 @wp.kernel

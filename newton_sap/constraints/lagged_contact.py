@@ -1,9 +1,9 @@
-"""Point contact with friction bounded by the normal impulse at the step's start ("lagged", the
+"""Point contact with friction bounded by the elastic normal impulse at the step's start ("lagged", the
 ``contact_approximation="lagged"`` option; Drake's Lagged approximation, Castro et al. 2023, on SAP's linear
 compliant normal law).
 
 SAP's cone couples the normal impulse to the slip: at a sliding contact the R-norm projection's optimality
-conditions give ``v_n = v̂_n − R_n γ_n + μ ‖v_t‖`` (Anitescu's relaxation), so a box slid at 2 m/s with
+conditions give ``v_n = v̂_n − R_n γ_n + μ (‖v_t‖ − μ R_t γ_n)`` (Anitescu's relaxation), so a box slid at 2 m/s with
 μ = 0.5 leaves the ground at about 0.8 m/s and hops centimetres. Here the two parts are separate convex costs:
 
 * normal, SAP's compliant unilateral law: ``γ_n = max(0, y_n)``, ``y_n = (v̂_n − v_n) / R_n``, ``G_nn = 1/R_n``
@@ -15,8 +15,9 @@ conditions give ``v_n = v̂_n − R_n γ_n + μ ‖v_t‖`` (Anitescu's relaxati
   against the slip, flat along it). ``F = 0``: no friction.
 
 The cost is convex and C¹, so the Newton iterations and the exact line search are unchanged. What it gives up:
-the friction bound is the normal impulse at the step's start state, not the step's own, so an impact from the
-detection gap slides frictionlessly for its first step and a contact that lifts off keeps its friction one step.
+the friction bound follows the penetration at the step's start, not the step's own normal impulse, so an impact
+slides frictionlessly in the step in which it starts to penetrate and with less than Coulomb's friction while its
+penetration builds up; a contact that lifts off keeps its friction one step.
 Units as in ``friction_cone.py``: velocities [m/s], impulses [N·s], R [kg⁻¹], G [kg], ℓ [J].
 """
 
@@ -24,16 +25,18 @@ import warp as wp
 
 
 @wp.func
-def lagged_normal_impulse(phi0: float, v_n0: float, dt: float, dissipation_time: float, R_n: float):
-    """``n0 = Δt f0`` [N·s]: the normal impulse of the contact's compliant law at the step's start state,
-    penetration ``x0 = −φ0`` [m] and normal velocity ``v_n0`` [m/s] (separating > 0). The law behind
-    ``R_n = 1 / (Δt k (Δt + τ_d))`` (near-rigid clamp included) is ``f = k (x + τ_d ẋ)``, so
-    ``n0 = max(0, x0 − τ_d v_n0) / ((Δt + τ_d) R_n)``; 0 without penetration. At rest it is the impulse that
-    holds the contact, ``m g Δt`` for a body on the ground."""
+def lagged_normal_impulse(phi0: float, dt: float, dissipation_time: float, R_n: float):
+    """``n0 = Δt k x0`` [N·s]: the elastic part of the contact's normal impulse at the step's start, penetration
+    ``x0 = −φ0`` [m] (0 without penetration), with the stiffness behind ``R_n = 1 / (Δt k (Δt + τ_d))`` (near-rigid
+    clamp included): ``n0 = x0 / ((Δt + τ_d) R_n)``. At rest it is the impulse that holds the contact, ``m g Δt``
+    for a body on the ground. Drake's Lagged takes ``Δt f_e0 (1 − d v_n0)₊`` with a Hunt–Crossley dissipation d,
+    whose damping grows with the penetration; SAP's Kelvin–Voigt damping ``k τ_d ẋ0`` does not, so it is left out:
+    at a resting contact's 0.05 mm and τ_d = 0.02 s it would cancel the spring at 2.5 mm/s of separation (a box
+    sticking on an incline slid once nudged so) and, in an approach at 0.5 m/s, give 34 times the step's impulse (a
+    box landing while sliding tripped and hopped 2.8 cm)."""
     if phi0 >= 0.0:
         return float(0.0)
-    time = dt + dissipation_time
-    return wp.max(0.0, -phi0 - dissipation_time * v_n0) / (time * R_n)
+    return -phi0 / ((dt + dissipation_time) * R_n)
 
 
 @wp.func
