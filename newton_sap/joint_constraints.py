@@ -1,5 +1,9 @@
 """Joint-space constraint rows (SAP.md §5), frozen at ``q0`` for a step, on the scalar-coordinate
-dofs (REVOLUTE, PRISMATIC, D6): PD drives, joint limits, joint dry friction and mimic couplings.
+dofs (REVOLUTE, PRISMATIC, D6): PD drives, joint limits, joint dry friction and mimic couplings; on the dofs of
+BALL joints (their angular velocity ω about the axes of the joint's parent frame F): PD drives and joint dry
+friction. A BALL drive's position error along axis k is the k-th component of ``e = log(q q_d⁻¹)`` [rad], the
+rotation vector in F from the target rotation ``q_d`` (``joint_target_q``, a quaternion like ``joint_q``) to the
+joint's ``q``; as ``q`` turns by ``exp(Δt ω) q`` in a step, ``e ≈ e0 + Δt ω``, the scalar drive's ``q0 + Δt v``.
 
 Each internal dof i owns ``SLOTS_PER_DOF`` constraint slots after the contacts, at
 ``base + k·n + i``: k = 0 drive, 1 lower limit, 2 upper limit, 3 friction, 4 mimic (i the
@@ -17,6 +21,7 @@ from .constraints.friction_cone import TWO_PI_SQ, unilateral_bias_velocity
 from .constraints.pd_drive import pd_drive_parameters
 from .kinematic_bodies import dof_is_kinematic
 from .mujoco_equalities import TARGET_MIMIC, row_enabled, rows_targeting
+from .spatial import rotation_vector
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
@@ -166,6 +171,15 @@ def write_row(
 
 
 @wp.func
+def ball_drive_error(joint_q: wp.array(dtype=float), target_q: wp.array(dtype=float), start: int):
+    """``e = log(q q_d⁻¹)`` [rad] of the BALL joint whose quaternion (x, y, z, w) starts at ``start`` in ``joint_q``
+    and its target's in ``target_q``: the rotation vector in the parent frame F that takes the target to ``q``."""
+    q = wp.quat(joint_q[start], joint_q[start + 1], joint_q[start + 2], joint_q[start + 3])
+    q_d = wp.quat(target_q[start], target_q[start + 1], target_q[start + 2], target_q[start + 3])
+    return rotation_vector(wp.normalize(q) * wp.quat_inverse(wp.normalize(q_d)))
+
+
+@wp.func
 def limit_compliance_and_time(
     limit_stiffness: float, limit_dissipation_time: float, ke: float, kd: float, dt: float, w_est: float
 ):
@@ -198,6 +212,8 @@ def joint_constraint_rows(
     # model
     dof_public: wp.array(dtype=wp.int32),
     dof_coord: wp.array(dtype=wp.int32),
+    dof_ball_quat: wp.array(dtype=wp.int32),
+    dof_ball_axis: wp.array(dtype=wp.int32),
     dof_world: wp.array(dtype=wp.int32),
     dof_body: wp.array(dtype=wp.int32),
     body_flags: wp.array(dtype=wp.int32),
@@ -240,31 +256,39 @@ def joint_constraint_rows(
     c_J: wp.array2d(dtype=wp.vec3),
     c_vc: wp.array(dtype=wp.vec3),
 ):
-    """Drive, limit, friction and mimic rows of dof i, with their velocities ``J v0`` at the step's start. The
-    drive is Newton's (``joint_target_*``, feed-forward ``joint_act``; a POSITION drive with ``joint_target_kd`` 0
-    takes ``dof_dampratio_kd``, its imported ``dampratio`` resolved, 0 without) where its gains act, else a MuJoCo
-    servo's (``dof_servo_drive`` ``(Kp, Kd, q_target, v_target)``) where it has one; ``dof_drive_ranges`` ``(t_lo,
-    t_hi, u_ff, e)`` with ``e ≥ 0`` bound its target (by mode), add to its feed-forward and set its effort range
-    (``mujoco_actuation.mujoco_drives``: the MJCF actuator's ranges, what the motors leave of the effort limit). A
-    limit side is added when violated or when the step may reach it, ``g0 ≤ 2 Δt max(|v0|, |v0 + Δt τ/A_ii|)``
-    (SAP.md §5's window, v* estimated from diag(A)); the window does not see what drives, contacts, mimics or other
-    dofs' forces do, so the sides left out are checked at the solution (``check_left_out_limits``). A kinematic
-    body's dof (prescribed) has no drive, limit or friction rows; a mimic row has no entry for a kinematic side
-    (leader or follower), whose velocity moves into v̂ (``kinematic_bodies``), and none at all when both sides are
-    kinematic. Limit compliance: ``limit_compliance_and_time``."""
+    """Drive, limit, friction and mimic rows of dof i, with their velocities ``J v0`` at the step's start (a BALL
+    joint's dof: drive and friction rows, its drive's position the axis' component of ``ball_drive_error`` with
+    target 0). The drive is Newton's (``joint_target_*``, feed-forward ``joint_act``; a POSITION drive with
+    ``joint_target_kd`` 0 takes ``dof_dampratio_kd``, its imported ``dampratio`` resolved, 0 without) where its
+    gains act, else a MuJoCo servo's (``dof_servo_drive`` ``(Kp, Kd, q_target, v_target)``) where it has one;
+    ``dof_drive_ranges`` ``(t_lo, t_hi, u_ff, e)`` with ``e ≥ 0`` bound its target (by mode), add to its
+    feed-forward and set its effort range (``mujoco_actuation.mujoco_drives``: the MJCF actuator's ranges, what the
+    motors leave of the effort limit). A limit side is added when violated or when the step may reach it, ``g0 ≤ 2
+    Δt max(|v0|, |v0 + Δt τ/A_ii|)`` (SAP.md §5's window, v* estimated from diag(A)); the window does not see what
+    drives, contacts, mimics or other dofs' forces do, so the sides left out are checked at the solution
+    (``check_left_out_limits``). A kinematic body's dof (prescribed) has no drive, limit or friction rows; a mimic
+    row has no entry for a kinematic side (leader or follower), whose velocity moves into v̂ (``kinematic_bodies``),
+    and none at all when both sides are kinematic. Limit compliance: ``limit_compliance_and_time``."""
     i = wp.tid()
     n = dof_public.shape[0]
     for k in range(SLOTS_PER_DOF):
         c_world[base + k * n + i] = -1
         c_nnz[base + k * n + i] = 0
     c = dof_coord[i]
-    if c < 0:
-        return
+    ball = dof_ball_quat[i]
+    if c < 0 and ball < 0:
+        return  # a FREE or DISTANCE joint's dof: no joint rows
     p = dof_public[i]
     w = dof_world[i]
     w_est = A_inv_diag[i]
-    q0 = joint_q[c]
-    leader = dof_mimic_leader[i]
+    q0 = float(0.0)  # the drive's position [m or rad] and target: a scalar coordinate, or a BALL axis' error
+    q_target = float(0.0)
+    if c >= 0:
+        q0 = joint_q[c]
+        q_target = target_q[c]
+    else:
+        q0 = ball_drive_error(joint_q, target_q, ball)[dof_ball_axis[i]]
+    leader = dof_mimic_leader[i]  # scalar dofs only (mimic_tables)
     if leader >= 0:
         coeffs = dof_mimic_coeffs[i]
         g0 = q0 - coeffs[1] * joint_q[dof_coord[leader]] - coeffs[0]
@@ -296,7 +320,6 @@ def joint_constraint_rows(
     if kd == 0.0 and joint_target_mode[p] == MODE_POSITION:
         kd = dof_dampratio_kd[p]
     kp, kv = drive_gains(joint_target_mode[p], joint_target_ke[p], kd)
-    q_target = float(target_q[c])
     v_target = float(target_qd[p])
     u_ff = float(joint_act[p])
     effort = float(joint_effort_limit[p])
@@ -325,7 +348,7 @@ def joint_constraint_rows(
     reach = 2.0 * dt * wp.max(wp.abs(v0[i]), wp.abs(v0[i] + dt * tau[i] * w_est))
     for side in range(2):
         sign, g0, limited = limit_side(side, q0, joint_limit_lower[p], joint_limit_upper[p])
-        if limited and g0 <= reach:
+        if c >= 0 and limited and g0 <= reach:  # limits on scalar coordinates only
             v_hat = unilateral_bias_velocity(g0, dt, tau_d)
             write_row(base + (1 + side) * n + i, w, JOINT_LIMIT, i, sign, R_lim, v_hat, 0.0,
                       c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_dof, c_J, v0, c_vc)  # fmt: skip

@@ -19,6 +19,7 @@ import warp as wp
 from .constraints.bilateral import bilateral_parameters
 from .constraints.dispatch import BILATERAL
 from .jacobian import chain_rows, offset_velocity, tangent_frame
+from .spatial import rotation_vector
 from .topology import JOINT_FIXED, JOINT_REVOLUTE
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
@@ -30,18 +31,6 @@ chain: the mechanism satisfies it structurally (the tilt rows of a planar linkag
 inactive. Enforced, such rows would get a near-rigid compliance R ∝ w of round-off size and turn their round-off
 violations into impulses of about ``violation / (Δt |J| R)``: a tumbling planar four-bar closed by a hinge gained
 4× its kinetic energy in 2 s (an absolute cut at w = 1e-12 kg⁻¹ let its 1.5e-7 rows through, R = 8e-16)."""
-
-
-@wp.func
-def rotation_vector(q: wp.quat):
-    """Axis·angle [rad] of a unit quaternion (shortest rotation)."""
-    if q[3] < 0.0:
-        q = -q
-    s = wp.length(wp.vec3(q[0], q[1], q[2]))
-    angle = 2.0 * wp.atan2(s, q[3])
-    if s < 1.0e-9:
-        return 2.0 * wp.vec3(q[0], q[1], q[2])
-    return wp.vec3(q[0], q[1], q[2]) * (angle / s)
 
 
 @wp.func

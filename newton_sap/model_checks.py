@@ -27,6 +27,7 @@ from .topology import (
     JOINT_REVOLUTE,
     ModelError,
     Topology,
+    ball_tree_dofs,
     entity_label,
     entity_list,
     scalar_tree_dofs,
@@ -225,11 +226,11 @@ def _leaf_rotational_blocks(model: newton.Model, topo: Topology, mass, inertia, 
 
 
 def validate_joint_drives_and_limits(model: newton.Model, topo, options: SapOptions) -> bool:
-    """Check drive gains, effort limits, limit ranges, limit gains (those of Newton's model, read when
-    ``joint_limit_stiffness`` is None), friction and spring rest positions (``joint_rest_q``) of the
-    scalar-coordinate tree dofs, and every dof's joint damping and stiffness (finite, >= 0; NaN refused), naming
-    the joint and dof;
-    warn about the drives, limits, friction and stiffness set on the other dofs, which the solver ignores.
+    """Check drive gains, effort limits and friction of the scalar-coordinate and BALL tree dofs, limit ranges,
+    limit gains (those of Newton's model, read when ``joint_limit_stiffness`` is None) and spring rest positions
+    (``joint_rest_q``) of the scalar-coordinate ones, and every dof's joint damping and stiffness (finite, >= 0; NaN
+    refused), naming the joint and dof; warn about the settings the solver ignores: drives and friction on the other
+    dofs, limits and stiffness on any but the scalar-coordinate ones.
     Return whether the model has any drive, finite limit or joint friction (then every step solves SAP)."""
     if model.joint_dof_count == 0:
         return False
@@ -241,24 +242,25 @@ def validate_joint_drives_and_limits(model: newton.Model, topo, options: SapOpti
     driven = newton_drive_dofs(model)
     limited = (lower > -NO_LIMIT) | (upper < NO_LIMIT)
     scalar = scalar_tree_dofs(model, topo)
+    acting = scalar | ball_tree_dofs(model, topo)  # where drives and joint friction act
     dof_joint = np.repeat(np.arange(model.joint_count), model.joint_dof_dim.numpy().sum(axis=1))
     distance_range = limited & (model.joint_type.numpy()[dof_joint] == JOINT_DISTANCE)  # documented as ignored
     damping, stiffness = model.joint_damping.numpy(), model.joint_stiffness.numpy()
     rest = np.zeros(model.joint_dof_count)  # joint_rest_q of the scalar dofs' coordinates (springs' rest positions)
     scalar_internal = topo.dof_coord >= 0
     rest[topo.dof_public[scalar_internal]] = model.joint_rest_q.numpy()[topo.dof_coord[scalar_internal]]
-    set_dofs = driven | (limited & ~distance_range) | (friction > 0.0) | (stiffness > 0.0)
-    warn_ignored_joint_settings(model, np.unique(dof_joint[~scalar & set_dofs]))
-    warn_unused_drive_gains(model, np.unique(dof_joint[scalar & ~driven & ((ke > 0.0) | (kd > 0.0))]))
+    ignored = (~acting & (driven | (friction > 0.0))) | (~scalar & ((limited & ~distance_range) | (stiffness > 0.0)))
+    warn_ignored_joint_settings(model, np.unique(dof_joint[ignored]))
+    warn_unused_drive_gains(model, np.unique(dof_joint[acting & ~driven & ((ke > 0.0) | (kd > 0.0))]))
 
     def finite_at_least_zero(x):
         return np.isfinite(x) & (x >= 0.0)  # False for NaN
 
     limit_gains = scalar & limited & (options.joint_limit_stiffness is None)
     problems = (  # over the public dofs, vectorized (NaN fails every check); the first offending dof is named
-        (scalar & ~(finite_at_least_zero(ke) & finite_at_least_zero(kd)),
+        (acting & ~(finite_at_least_zero(ke) & finite_at_least_zero(kd)),
          lambda p: f"has negative or non-finite drive gains (ke = {ke[p]}, kd = {kd[p]})"),
-        (driven & scalar & ~(effort > 0.0), lambda p: f"has a drive with effort limit {effort[p]}; it must be > 0"),
+        (driven & acting & ~(effort > 0.0), lambda p: f"has a drive with effort limit {effort[p]}; it must be > 0"),
         (scalar & (np.isnan(lower) | np.isnan(upper)), lambda p: f"has a NaN limit ({lower[p]}, {upper[p]})"),
         (scalar & (lower > upper), lambda p: f"has lower limit {lower[p]} above upper limit {upper[p]}"),
         (scalar & (np.isposinf(lower) | np.isneginf(upper)),
@@ -267,7 +269,7 @@ def validate_joint_drives_and_limits(model: newton.Model, topo, options: SapOpti
          lambda p: f"has a limit with joint_limit_ke = {limit_ke[p]}; it must be finite and > 0"),
         (limit_gains & ~finite_at_least_zero(limit_kd),
          lambda p: f"has a limit with joint_limit_kd = {limit_kd[p]}; it must be finite and >= 0"),
-        (scalar & ~finite_at_least_zero(friction),
+        (acting & ~finite_at_least_zero(friction),
          lambda p: f"has joint friction {friction[p]}; it must be finite and >= 0"),
         (~finite_at_least_zero(damping), lambda p: f"has joint_damping {damping[p]}; it must be finite and >= 0"),
         (~finite_at_least_zero(stiffness), lambda p: f"has joint_stiffness {stiffness[p]}; it must be finite and >= 0"),
@@ -277,7 +279,7 @@ def validate_joint_drives_and_limits(model: newton.Model, topo, options: SapOpti
         p, message = found
         j = int(dof_joint[p])
         raise ModelError(f"{entity_label(list(model.joint_label), j, 'joint')} dof {p} {message}")
-    return bool((scalar & (driven | limited | (friction > 0.0))).any())
+    return bool(((acting & (driven | (friction > 0.0))) | (scalar & limited)).any())
 
 
 def joint_list(model: newton.Model, joints: np.ndarray) -> str:
@@ -289,8 +291,8 @@ def warn_ignored_joint_settings(model: newton.Model, joints: np.ndarray) -> None
     """One warning naming ``joints`` (BALL, FREE, DISTANCE or loop-closing joints), whose drives, limits,
     friction or stiffness the solver does not apply."""
     _warn_naming_joints(
-        model, joints, "drives, limits, joint friction and joint stiffness act only on REVOLUTE, PRISMATIC and D6 "
-        "tree joints; ignored on {}"
+        model, joints, "drives and joint friction act only on REVOLUTE, PRISMATIC, D6 and BALL tree joints, limits "
+        "and joint stiffness only on REVOLUTE, PRISMATIC and D6 ones; ignored on {}"
     )  # fmt: skip
 
 

@@ -1319,7 +1319,8 @@ class SapSolver:
                 joint_constraint_rows,
                 dim=self.topo.dof_count,
                 inputs=[
-                    T.dof_public, T.dof_coord, T.dof_world, T.dof_body, model.body_flags, model.joint_target_mode,
+                    T.dof_public, T.dof_coord, T.dof_ball_quat, T.dof_ball_axis, T.dof_world, T.dof_body,
+                    model.body_flags, model.joint_target_mode,
                     model.joint_target_ke, model.joint_target_kd, model.joint_effort_limit, model.joint_limit_lower,
                     model.joint_limit_upper, model.joint_limit_ke, model.joint_limit_kd, model.joint_friction,
                     self.dof_mimic_leader, self.dof_mimic_coeffs, limit_k, o.joint_limit_dissipation_time,

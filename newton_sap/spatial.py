@@ -17,6 +17,18 @@ Inertia10 = wp.types.vector(length=10, dtype=wp.float32)
 
 
 @wp.func
+def rotation_vector(q: wp.quat):
+    """Axis·angle [rad] of a unit quaternion (shortest rotation)."""
+    if q[3] < 0.0:
+        q = -q
+    s = wp.length(wp.vec3(q[0], q[1], q[2]))
+    angle = 2.0 * wp.atan2(s, q[3])
+    if s < 1.0e-9:
+        return 2.0 * wp.vec3(q[0], q[1], q[2])
+    return wp.vec3(q[0], q[1], q[2]) * (angle / s)
+
+
+@wp.func
 def twist_shift(V: wp.spatial_vector, offset: wp.vec3):
     """Move the reference point of a twist (or spatial acceleration) by ``offset`` [m]:
     ``[ω; v] -> [ω; v + ω × offset]``."""

@@ -100,6 +100,8 @@ class Topology:
     dof_dense_offset: np.ndarray  # [dof] offset of the tree's dense block (-1: sparse tree)
     dof_local: np.ndarray  # [dof] index inside the tree
     dof_coord: np.ndarray  # [dof] its coordinate in joint_q for scalar-coordinate joints, -1 for BALL/FREE
+    dof_ball_quat: np.ndarray  # [dof] a BALL tree joint's quaternion start in joint_q (x, y, z, w), -1 otherwise
+    dof_ball_axis: np.ndarray  # [dof] a BALL tree joint dof's axis of F (0, 1, 2), -1 otherwise
     sparse_nnz: int
     # trees
     tree_dof_start: np.ndarray  # [tree] first internal dof
@@ -155,10 +157,18 @@ class Topology:
 
 def scalar_tree_dofs(model, topo: Topology) -> np.ndarray:
     """Per Newton dof of ``model``, whether it is a scalar-coordinate dof of a tree joint (REVOLUTE, PRISMATIC, D6):
-    those that drives, limits, joint friction and MuJoCo's joint actuators act on."""
+    those that drives, limits, joint friction, joint stiffness and MuJoCo's joint actuators act on."""
     scalar = np.zeros(model.joint_dof_count, bool)
     scalar[topo.dof_public[topo.dof_coord >= 0]] = True
     return scalar
+
+
+def ball_tree_dofs(model, topo: Topology) -> np.ndarray:
+    """Per Newton dof of ``model``, whether it is a dof of a BALL tree joint: drives and joint friction act on those
+    too (``joint_constraints``), limits and joint stiffness do not."""
+    ball = np.zeros(model.joint_dof_count, bool)
+    ball[topo.dof_public[topo.dof_ball_quat >= 0]] = True
+    return ball
 
 
 def build_topology(
@@ -268,6 +278,7 @@ def build_topology(
 
     # --- internal dofs --------------------------------------------------------------------------
     dof_public, dof_joint, dof_body, dof_parent, dof_depth, dof_tree, dof_local, dof_coord = ([] for _ in range(8))
+    dof_ball_quat, dof_ball_axis = [], []
     jq_start = model.joint_q_start.numpy() if nj else np.zeros(1, np.int32)
     joint_dof_internal_start = np.zeros(nj, np.int32)
     tree_dof_start, tree_dof_count = [], []
@@ -286,6 +297,8 @@ def build_topology(
                 public = public[3:] + public[:3]  # internal [ω, v_M]
             for k in public:
                 dof_coord.append(int(jq_start[j]) + k - int(jqd_start[j]) if scalar_coords else -1)
+                dof_ball_quat.append(int(jq_start[j]) if jtype[j] == JOINT_BALL else -1)
+                dof_ball_axis.append(k - int(jqd_start[j]) if jtype[j] == JOINT_BALL else -1)
                 dof_public.append(k)
                 dof_joint.append(j)
                 dof_body.append(b)
@@ -426,6 +439,8 @@ def build_topology(
         dof_dense_offset=dof_dense_offset.astype(np.int32),
         dof_local=np.asarray(dof_local, np.int32),
         dof_coord=np.asarray(dof_coord, np.int32),
+        dof_ball_quat=np.asarray(dof_ball_quat, np.int32),
+        dof_ball_axis=np.asarray(dof_ball_axis, np.int32),
         sparse_nnz=sparse_nnz,
         tree_dof_start=tree_dof_start_a,
         tree_dof_count=tree_dof_count_a,
@@ -533,12 +548,13 @@ def bucket_views(storage: wp.array, buckets: dict[int, np.ndarray], offsets: dic
 def to_device(topo: Topology, device) -> DeviceTopology:
     """Copy every index table of ``topo`` to ``device`` as int32 Warp arrays."""
     names = [
-        "body_joint", "body_parent", "body_tree", "body_world", "joint_dof_internal_start",
-        "dof_public", "dof_joint", "dof_body", "dof_parent", "dof_depth", "dof_tree", "dof_row_start",
-        "dof_dense_offset", "dof_local", "dof_coord", "tree_dof_start", "tree_dof_count", "tree_world",
+        "body_joint", "body_parent", "body_tree", "body_world", "joint_dof_internal_start", "dof_public", "dof_joint",
+        "dof_body", "dof_parent", "dof_depth", "dof_tree", "dof_row_start", "dof_dense_offset", "dof_local",
+        "dof_coord", "dof_ball_quat", "dof_ball_axis", "tree_dof_start", "tree_dof_count", "tree_world",
         "tree_body_start", "tree_bodies", "world_dof_start", "branch_start", "branch_joints", "body_last_dof",
         "world_dense_offset", "dof_world", "world_uses_pcg", "joint_in_tree", "loop_joints", "sparse_trees",
-        "tree_ids", "world_tree_start", "world_block_offset", "world_pair_offset", "tree_chunk_start", "tree_A_offset",
+        "tree_ids", "world_tree_start", "world_block_offset", "world_pair_offset", "tree_chunk_start",
+        "tree_A_offset",
     ]  # fmt: skip
     arrays = {
         n: wp.array(np.ascontiguousarray(getattr(topo, n), dtype=np.int32), dtype=wp.int32, device=device)

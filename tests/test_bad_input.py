@@ -307,19 +307,33 @@ def ball_pendulum(label="hip"):
     return b
 
 
-@pytest.mark.parametrize(
-    "setting",
-    [{"joint_limit_upper": 0.5}, {"joint_friction": 0.2}, {"joint_stiffness": 10.0},
-     {"joint_target_ke": 50.0, "joint_target_mode": int(newton.JointTargetMode.POSITION)}],
-)  # fmt: skip
-def test_settings_a_ball_joint_ignores_are_named_in_a_warning(setting):
-    model = ball_pendulum().finalize()
+def set_dof_1(model, setting):
     for name, value in setting.items():
         values = getattr(model, name).numpy()
         values[1] = value
         getattr(model, name).assign(values)
+
+
+@pytest.mark.parametrize("setting", [{"joint_limit_upper": 0.5}, {"joint_stiffness": 10.0}])
+def test_settings_a_ball_joint_ignores_are_named_in_a_warning(setting):
+    model = ball_pendulum().finalize()
+    set_dof_1(model, setting)
     with pytest.warns(UserWarning, match=r"ignored on joint 0 \('hip'\)"):
         newton_sap.SolverSAP(model)
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [{"joint_friction": 0.2}, {"joint_target_ke": 50.0, "joint_target_mode": int(newton.JointTargetMode.POSITION)}],
+)
+def test_drives_and_friction_on_a_ball_joint_give_no_warning(setting):
+    """They act (``tests/test_ball_drives.py``)."""
+    model = ball_pendulum().finalize()
+    set_dof_1(model, setting)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        newton_sap.SolverSAP(model)
+    assert not [w for w in record if "ignored on" in str(w.message)]
 
 
 def test_newtons_defaults_on_ball_free_and_distance_joints_give_no_warning():
