@@ -15,6 +15,7 @@ import warp as wp
 from .kinematic_bodies import body_is_kinematic, dof_is_kinematic
 from .spatial import (
     Inertia10,
+    ball_rotation_error,
     dot6,
     force_cross,
     inertia10_about,
@@ -425,6 +426,8 @@ def mass_matrix_rows(
     joint_stiffness: wp.array(dtype=float),
     joint_rest_q: wp.array(dtype=float),
     dof_coord: wp.array(dtype=wp.int32),
+    dof_ball_quat: wp.array(dtype=wp.int32),
+    dof_ball_axis: wp.array(dtype=wp.int32),
     dof_joint: wp.array(dtype=wp.int32),
     joint_type: wp.array(dtype=wp.int32),
     # inputs
@@ -452,8 +455,9 @@ def mass_matrix_rows(
     :func:`body_inertia_and_bias` applies).
 
     With ``passive = 1`` the joint's damping d [N·s/m or N·m·s/rad] and stiffness k [N/m or N·m/rad]
-    toward ``joint_rest_q`` (scalar coordinates only: REVOLUTE, PRISMATIC, D6) are implicit: the
-    step solves ``M(v − v0) = Δt(τ − d v − k (q0 + Δt v − q_rest))``, i.e.
+    toward ``joint_rest_q`` (scalar coordinates, REVOLUTE, PRISMATIC, D6, and BALL joints, whose ``q0 − q_rest`` is
+    the axis' component of ``spatial.ball_rotation_error``, ``log(q0 q_rest⁻¹)``; MuJoCo's ball spring is the same
+    torque) are implicit: the step solves ``M(v − v0) = Δt(τ − d v − k (q0 + Δt v − q_rest))``, i.e.
     ``A = M + Δt d + Δt² k`` on the diagonal and ``τ_i −= d v0 + k (q0 + Δt v0 − q_rest)``.
     Writes the sparse row (``A_ii, A_i,parent(i), ...``), ``1/A_ii`` (the constraints' Delassus
     estimates) and, for dense trees when ``write_dense = 1`` (the GPU's dense free motion, PCG's
@@ -503,9 +507,13 @@ def mass_matrix_rows(
         k = float(0.0)
         spring = float(0.0)
         c = dof_coord[i]
+        ball = dof_ball_quat[i]
         if c >= 0:
             k = joint_stiffness[pub]
             spring = joint_q_in[c] + dt * v0_in[i] - joint_rest_q[c]
+        elif ball >= 0:
+            k = joint_stiffness[pub]
+            spring = ball_rotation_error(joint_q_in, joint_rest_q, ball)[dof_ball_axis[i]] + dt * v0_in[i]
         tau -= d * v0_in[i] + k * spring
         diag = rows_out[rs] + dt * d + dt * dt * k
         rows_out[rs] = diag

@@ -3,7 +3,8 @@ dofs (REVOLUTE, PRISMATIC, D6): PD drives, joint limits, joint dry friction and 
 BALL joints (their angular velocity ω about the axes of the joint's parent frame F): PD drives and joint dry
 friction. A BALL drive's position error along axis k is the k-th component of ``e = log(q q_d⁻¹)`` [rad], the
 rotation vector in F from the target rotation ``q_d`` (``joint_target_q``, a quaternion like ``joint_q``) to the
-joint's ``q``; as ``q`` turns by ``exp(Δt ω) q`` in a step, ``e ≈ e0 + Δt ω``, the scalar drive's ``q0 + Δt v``.
+joint's ``q``; as ``q`` turns by ``exp(Δt ω) q`` in a step, ``e ≈ e0 + Δt ω`` to first order in e (exact for ω
+along e), which the implicit drive takes as the scalar drive's ``q0 + Δt v``. Efforts and friction are per axis of F.
 
 Each internal dof i owns ``SLOTS_PER_DOF`` constraint slots after the contacts, at
 ``base + k·n + i``: k = 0 drive, 1 lower limit, 2 upper limit, 3 friction, 4 mimic (i the
@@ -21,7 +22,7 @@ from .constraints.friction_cone import TWO_PI_SQ, unilateral_bias_velocity
 from .constraints.pd_drive import pd_drive_parameters
 from .kinematic_bodies import dof_is_kinematic
 from .mujoco_equalities import TARGET_MIMIC, row_enabled, rows_targeting
-from .spatial import rotation_vector
+from .spatial import ball_rotation_error
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
@@ -171,15 +172,6 @@ def write_row(
 
 
 @wp.func
-def ball_drive_error(joint_q: wp.array(dtype=float), target_q: wp.array(dtype=float), start: int):
-    """``e = log(q q_d⁻¹)`` [rad] of the BALL joint whose quaternion (x, y, z, w) starts at ``start`` in ``joint_q``
-    and its target's in ``target_q``: the rotation vector in the parent frame F that takes the target to ``q``."""
-    q = wp.quat(joint_q[start], joint_q[start + 1], joint_q[start + 2], joint_q[start + 3])
-    q_d = wp.quat(target_q[start], target_q[start + 1], target_q[start + 2], target_q[start + 3])
-    return rotation_vector(wp.normalize(q) * wp.quat_inverse(wp.normalize(q_d)))
-
-
-@wp.func
 def limit_compliance_and_time(
     limit_stiffness: float, limit_dissipation_time: float, ke: float, kd: float, dt: float, w_est: float
 ):
@@ -257,7 +249,7 @@ def joint_constraint_rows(
     c_vc: wp.array(dtype=wp.vec3),
 ):
     """Drive, limit, friction and mimic rows of dof i, with their velocities ``J v0`` at the step's start (a BALL
-    joint's dof: drive and friction rows, its drive's position the axis' component of ``ball_drive_error`` with
+    joint's dof: drive and friction rows, its drive's position the axis' component of ``ball_rotation_error`` with
     target 0). The drive is Newton's (``joint_target_*``, feed-forward ``joint_act``; a POSITION drive with
     ``joint_target_kd`` 0 takes ``dof_dampratio_kd``, its imported ``dampratio`` resolved, 0 without) where its
     gains act, else a MuJoCo servo's (``dof_servo_drive`` ``(Kp, Kd, q_target, v_target)``) where it has one;
@@ -287,7 +279,7 @@ def joint_constraint_rows(
         q0 = joint_q[c]
         q_target = target_q[c]
     else:
-        q0 = ball_drive_error(joint_q, target_q, ball)[dof_ball_axis[i]]
+        q0 = ball_rotation_error(joint_q, target_q, ball)[dof_ball_axis[i]]
     leader = dof_mimic_leader[i]  # scalar dofs only (mimic_tables)
     if leader >= 0:
         coeffs = dof_mimic_coeffs[i]

@@ -226,11 +226,11 @@ def _leaf_rotational_blocks(model: newton.Model, topo: Topology, mass, inertia, 
 
 
 def validate_joint_drives_and_limits(model: newton.Model, topo, options: SapOptions) -> bool:
-    """Check drive gains, effort limits and friction of the scalar-coordinate and BALL tree dofs, limit ranges,
-    limit gains (those of Newton's model, read when ``joint_limit_stiffness`` is None) and spring rest positions
-    (``joint_rest_q``) of the scalar-coordinate ones, and every dof's joint damping and stiffness (finite, >= 0; NaN
-    refused), naming the joint and dof; warn about the settings the solver ignores: drives and friction on the other
-    dofs, limits and stiffness on any but the scalar-coordinate ones.
+    """Check drive gains, effort limits, friction and spring rest positions (``joint_rest_q``) of the
+    scalar-coordinate and BALL tree dofs, limit ranges and limit gains (those of Newton's model, read when
+    ``joint_limit_stiffness`` is None) of the scalar-coordinate ones, and every dof's joint damping and stiffness
+    (finite, >= 0; NaN refused), naming the joint and dof; warn about the settings the solver ignores: drives,
+    friction and stiffness on the other dofs, limits on any but the scalar-coordinate ones.
     Return whether the model has any drive, finite limit or joint friction (then every step solves SAP)."""
     if model.joint_dof_count == 0:
         return False
@@ -246,10 +246,13 @@ def validate_joint_drives_and_limits(model: newton.Model, topo, options: SapOpti
     dof_joint = np.repeat(np.arange(model.joint_count), model.joint_dof_dim.numpy().sum(axis=1))
     distance_range = limited & (model.joint_type.numpy()[dof_joint] == JOINT_DISTANCE)  # documented as ignored
     damping, stiffness = model.joint_damping.numpy(), model.joint_stiffness.numpy()
-    rest = np.zeros(model.joint_dof_count)  # joint_rest_q of the scalar dofs' coordinates (springs' rest positions)
-    scalar_internal = topo.dof_coord >= 0
-    rest[topo.dof_public[scalar_internal]] = model.joint_rest_q.numpy()[topo.dof_coord[scalar_internal]]
-    ignored = (~acting & (driven | (friction > 0.0))) | (~scalar & ((limited & ~distance_range) | (stiffness > 0.0)))
+    rest = np.zeros(model.joint_dof_count)  # springs' rest positions: a scalar dof's joint_rest_q, a BALL dof's joint's
+    rest_q = model.joint_rest_q.numpy()  # quaternion summed (only its finiteness is checked)
+    scalar_internal, ball_internal = topo.dof_coord >= 0, topo.dof_ball_quat >= 0
+    rest[topo.dof_public[scalar_internal]] = rest_q[topo.dof_coord[scalar_internal]]
+    quats = topo.dof_ball_quat[ball_internal]
+    rest[topo.dof_public[ball_internal]] = sum(rest_q[quats + k] for k in range(4))
+    ignored = (~acting & (driven | (friction > 0.0) | (stiffness > 0.0))) | (~scalar & limited & ~distance_range)
     warn_ignored_joint_settings(model, np.unique(dof_joint[ignored]))
     warn_unused_drive_gains(model, np.unique(dof_joint[acting & ~driven & ((ke > 0.0) | (kd > 0.0))]))
 
@@ -288,11 +291,11 @@ def joint_list(model: newton.Model, joints: np.ndarray) -> str:
 
 
 def warn_ignored_joint_settings(model: newton.Model, joints: np.ndarray) -> None:
-    """One warning naming ``joints`` (BALL, FREE, DISTANCE or loop-closing joints), whose drives, limits,
-    friction or stiffness the solver does not apply."""
+    """One warning naming ``joints``: BALL joints with limits, FREE, DISTANCE or loop-closing joints with drives,
+    limits, friction or stiffness, which the solver does not apply."""
     _warn_naming_joints(
-        model, joints, "drives and joint friction act only on REVOLUTE, PRISMATIC, D6 and BALL tree joints, limits "
-        "and joint stiffness only on REVOLUTE, PRISMATIC and D6 ones; ignored on {}"
+        model, joints, "drives, joint friction and joint stiffness act only on REVOLUTE, PRISMATIC, D6 and BALL tree "
+        "joints, limits only on REVOLUTE, PRISMATIC and D6 ones; ignored on {}"
     )  # fmt: skip
 
 

@@ -522,7 +522,9 @@ def mujoco_drives(
 
 def _drive_dampratio_rows(model: newton.Model, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The actuators that are Newton's joint drives imported from a ``<position dampratio>`` (JOINT_TARGET, a position
-    servo with ``b2 > 0``) on a dof of the model, their dofs, and whether that dof's drive is in POSITION mode."""
+    servo with ``b2 > 0``) on a dof of the model, their dofs, and whether that dof's drive is in POSITION mode. An
+    actuator on a BALL joint (its first dof) stands for the drive the importer puts on each of the joint's three
+    dofs, so it is listed once per dof, as SolverMuJoCo makes one actuator per axis."""
     mj = model.mujoco
     bias = mj.actuator_biasprm.numpy()[:count]
     rows = np.nonzero((mj.ctrl_source.numpy()[:count] == CTRL_JOINT_TARGET) & _position_like(model, count))[0]
@@ -530,6 +532,10 @@ def _drive_dampratio_rows(model: newton.Model, count: int) -> tuple[np.ndarray, 
     dofs = mj.actuator_trnid.numpy()[rows, 0]
     inside = (dofs >= 0) & (dofs < model.joint_dof_count)
     rows, dofs = rows[inside], dofs[inside]
+    dof_joint = np.repeat(np.arange(model.joint_count), model.joint_dof_dim.numpy().sum(axis=1))
+    ball = model.joint_type.numpy()[dof_joint[dofs]] == int(newton.JointType.BALL)
+    rows = np.concatenate([rows[~ball], np.repeat(rows[ball], 3)])
+    dofs = np.concatenate([dofs[~ball], (dofs[ball][:, None] + np.arange(3)).ravel()])
     return rows, dofs, model.joint_target_mode.numpy()[dofs] == int(newton.JointTargetMode.POSITION)
 
 

@@ -118,12 +118,13 @@ class SolverSAP(newton.solvers.SolverBase):
     Drop-in Newton solver: ``solver.step(state_in, state_out, control, contacts, dt)``. Supports
     REVOLUTE, PRISMATIC, BALL, FREE, FIXED, D6 and DISTANCE (stepped as FREE) joints; any number of
     (also different) worlds in one model. Joint damping and joint stiffness (toward
-    ``joint_rest_q``, scalar coordinates) are implicit (``A = M + Δt·D + Δt²·K``), armature joins the
-    mass matrix; gravity, Coriolis, ``Control.joint_f`` and ``State.body_f`` are explicit. Contacts
+    ``joint_rest_q``, scalar coordinates and BALL joints) are implicit (``A = M + Δt·D + Δt²·K``), armature joins
+    the mass matrix; gravity, Coriolis, ``Control.joint_f`` and ``State.body_f`` are explicit. Contacts
     from Newton's collision pipeline enter one convex SAP problem per world (regularized friction
-    cones), solved by Newton's method with an exact line search. PD drives, joint limits and joint
-    friction act on the scalar coordinates of tree joints (REVOLUTE, PRISMATIC, D6), as does joint
-    stiffness; set on BALL, FREE or DISTANCE dofs or on a loop-closing joint they are ignored, and the
+    cones), solved by Newton's method with an exact line search. PD drives and joint friction act on the dofs of
+    REVOLUTE, PRISMATIC, D6 and BALL tree joints (a BALL joint's position error is its rotation vector from the
+    target, ``joint_constraints``), joint limits on the scalar coordinates alone; set elsewhere (limits on BALL
+    joints, anything on FREE or DISTANCE dofs or on a loop-closing joint) they are ignored, and the
     constructor warns, naming the joints (Newton's defaults for those dofs set none of them). DISTANCE
     joints are stepped as FREE: the distance range in their limits is ignored without a warning. Kinematic
     bodies (Newton's ``BodyFlags.KINEMATIC``, tree roots) are prescribed: a step passes their joint's
@@ -663,9 +664,9 @@ class SolverSAP(newton.solvers.SolverBase):
             inputs=[
                 T.dof_public, T.dof_body, T.dof_parent, T.dof_depth, T.dof_tree, T.dof_row_start,
                 T.dof_dense_offset, T.dof_local, T.tree_dof_count, T.body_tree, model.body_flags, model.joint_armature,
-                model.joint_damping, model.joint_stiffness, model.joint_rest_q, T.dof_coord, T.dof_joint,
-                model.joint_type, dt, step_terms, self._dense_blocks_used, state.joint_q, self._v0, self._dof_S_tree,
-                self._composite_inertia, self._composite_force, joint_f,
+                model.joint_damping, model.joint_stiffness, model.joint_rest_q, T.dof_coord, T.dof_ball_quat,
+                T.dof_ball_axis, T.dof_joint, model.joint_type, dt, step_terms, self._dense_blocks_used, state.joint_q,
+                self._v0, self._dof_S_tree, self._composite_inertia, self._composite_force, joint_f,
             ],
             outputs=[self._rows, self._dense, self._tau, self._A_inv_diag],
             device=device,

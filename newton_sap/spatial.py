@@ -29,6 +29,19 @@ def rotation_vector(q: wp.quat):
 
 
 @wp.func
+def ball_rotation_error(joint_q: wp.array(dtype=float), reference_q: wp.array(dtype=float), start: int):
+    """``e = log(q q_r⁻¹)`` [rad] of the BALL joint whose quaternion (x, y, z, w) starts at ``start`` in ``joint_q``,
+    against the reference rotation ``q_r`` at the same place in ``reference_q`` (a drive's ``joint_target_q``, the
+    spring's ``joint_rest_q``): the rotation vector in the joint's parent frame F that takes ``q_r`` to ``q``. A zero
+    ``q_r`` (targets zeroed in bulk) counts as the identity, as Newton's SolverMuJoCo takes it."""
+    q = wp.quat(joint_q[start], joint_q[start + 1], joint_q[start + 2], joint_q[start + 3])
+    q_r = wp.quat(reference_q[start], reference_q[start + 1], reference_q[start + 2], reference_q[start + 3])
+    if wp.length(q_r) == 0.0:
+        q_r = wp.quat_identity()
+    return rotation_vector(wp.normalize(q) * wp.quat_inverse(wp.normalize(q_r)))
+
+
+@wp.func
 def twist_shift(V: wp.spatial_vector, offset: wp.vec3):
     """Move the reference point of a twist (or spatial acceleration) by ``offset`` [m]:
     ``[ω; v] -> [ω; v + ω × offset]``."""

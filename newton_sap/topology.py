@@ -164,8 +164,8 @@ def scalar_tree_dofs(model, topo: Topology) -> np.ndarray:
 
 
 def ball_tree_dofs(model, topo: Topology) -> np.ndarray:
-    """Per Newton dof of ``model``, whether it is a dof of a BALL tree joint: drives and joint friction act on those
-    too (``joint_constraints``), limits and joint stiffness do not."""
+    """Per Newton dof of ``model``, whether it is a dof of a BALL tree joint: drives, joint friction and joint stiffness
+    act on those too (``joint_constraints``, ``dynamics.mass_matrix_rows``), limits do not."""
     ball = np.zeros(model.joint_dof_count, bool)
     ball[topo.dof_public[topo.dof_ball_quat >= 0]] = True
     return ball

@@ -314,19 +314,19 @@ def set_dof_1(model, setting):
         getattr(model, name).assign(values)
 
 
-@pytest.mark.parametrize("setting", [{"joint_limit_upper": 0.5}, {"joint_stiffness": 10.0}])
-def test_settings_a_ball_joint_ignores_are_named_in_a_warning(setting):
+def test_limits_on_a_ball_joint_are_named_in_a_warning():
     model = ball_pendulum().finalize()
-    set_dof_1(model, setting)
+    set_dof_1(model, {"joint_limit_upper": 0.5})
     with pytest.warns(UserWarning, match=r"ignored on joint 0 \('hip'\)"):
         newton_sap.SolverSAP(model)
 
 
 @pytest.mark.parametrize(
     "setting",
-    [{"joint_friction": 0.2}, {"joint_target_ke": 50.0, "joint_target_mode": int(newton.JointTargetMode.POSITION)}],
-)
-def test_drives_and_friction_on_a_ball_joint_give_no_warning(setting):
+    [{"joint_friction": 0.2}, {"joint_stiffness": 10.0},
+     {"joint_target_ke": 50.0, "joint_target_mode": int(newton.JointTargetMode.POSITION)}],
+)  # fmt: skip
+def test_drives_friction_and_stiffness_on_a_ball_joint_give_no_warning(setting):
     """They act (``tests/test_ball_drives.py``)."""
     model = ball_pendulum().finalize()
     set_dof_1(model, setting)

@@ -1,4 +1,5 @@
-"""Drives and joint friction on BALL joints (``joint_constraints``) against closed forms: one body with an isotropic
+"""Drives, joint friction and joint stiffness on BALL joints (``joint_constraints``, ``dynamics.mass_matrix_rows``)
+against closed forms and MuJoCo: one body with an isotropic
 inertia about the joint's point, no gravity, so that the joint's mass matrix is ``I·1`` and no gyroscopic torque
 couples the axes."""
 
@@ -53,10 +54,12 @@ def step(model, steps, q0=None, qd0=None, q_target=None, qd_target=None):
     return s0.joint_q.numpy().astype(np.float64), s0.joint_qd.numpy().astype(np.float64)
 
 
-def test_one_step_of_a_position_velocity_drive_is_the_implicit_pd_law():
+@pytest.mark.parametrize("target_sign", [1.0, -1.0])
+def test_one_step_of_a_position_velocity_drive_is_the_implicit_pd_law(target_sign):
     """From ``q0`` 0.3 rad about an oblique axis off the target ``q_d`` (both turned), turning at ω0, with target
     velocity ω_d: ``I ω1 = I ω0 + Δt (−Kp (e0 + Δt ω1) − Kd (ω1 − ω_d))``, ``e0 = log(q0 q_d⁻¹)``, in every axis of F
-    (a rotated parent frame, so F's axes are not the world's)."""
+    (a rotated parent frame, so F's axes are not the world's); the target given as ``−q_d`` (the same rotation) gives
+    the same step."""
     kp, kd = 40.0, 1.5
     model = ball_body(newton.JointTargetMode.POSITION_VELOCITY, ke=kp, kd=kd, frame=quat_axis_angle([1, 2, 3], 0.7))
     q_d = quat_axis_angle([0.0, 1.0, 0.0], 0.5)
@@ -64,7 +67,7 @@ def test_one_step_of_a_position_velocity_drive_is_the_implicit_pd_law():
     turn = quat_axis_angle(axis, 0.3)
     q0 = np.array(wp.mul(wp.quat(*turn), wp.quat(*q_d)))  # q0 q_d⁻¹ = turn: e0 = 0.3 axis
     w0, w_d = np.array([0.3, -0.2, 0.4]), np.array([-0.5, 0.1, 0.2])
-    _q, w1 = step(model, 1, q0=q0, qd0=w0, q_target=q_d, qd_target=w_d)
+    _q, w1 = step(model, 1, q0=q0, qd0=w0, q_target=target_sign * q_d, qd_target=w_d)
     e0 = 0.3 * axis
     expected = (INERTIA * w0 - DT * kp * e0 + DT * kd * w_d) / (INERTIA + DT * DT * kp + DT * kd)
     np.testing.assert_allclose(w1, expected, rtol=1e-4, atol=1e-6)
@@ -137,6 +140,74 @@ def test_position_drive_matches_mujocos_ball_actuators():
     assert np.abs(np.array(velocities) - reference).max() < 0.01 * np.abs(reference).max()
     q_mj = np.array([*data.qpos[1:], data.qpos[0]])  # MuJoCo's w x y z
     assert 2.0 * np.arccos(min(1.0, abs(np.dot(s0.joint_q.numpy(), q_mj)))) < 1e-3
+
+
+def test_a_zeroed_target_quaternion_counts_as_the_identity():
+    """Targets zeroed in bulk (``joint_target_q.zero_()``) drive a BALL joint toward the identity rotation, as Newton's
+    SolverMuJoCo takes them: the step of the implicit PD law with ``e0 = log(q0)``."""
+    kp = 40.0
+    model = ball_body(newton.JointTargetMode.POSITION, ke=kp)
+    axis = np.array([0.0, 0.6, 0.8])
+    _q, w1 = step(model, 1, q0=quat_axis_angle(axis, 0.4), q_target=np.zeros(4))
+    np.testing.assert_allclose(w1, -DT * kp * 0.4 * axis / (INERTIA + DT * DT * kp), rtol=1e-4, atol=1e-7)
+
+
+def test_joint_stiffness_pulls_toward_the_rest_rotation_implicitly():
+    """Passive stiffness k and damping d on a BALL joint, ``joint_rest_q`` a turned rotation, the parent frame turned:
+    ``I ω1 = I ω0 − Δt (k (e0 + Δt ω1) + d ω1)`` with ``e0 = log(q0 q_rest⁻¹)``, in every axis of F."""
+    k, d = 30.0, 0.4
+    model = ball_body(newton.JointTargetMode.NONE, frame=quat_axis_angle([3, -1, 2], 0.9))
+    model.joint_stiffness.fill_(k)
+    model.joint_damping.fill_(d)
+    q_rest = quat_axis_angle([1.0, 0.0, 1.0], -0.6)
+    model.joint_rest_q.assign(q_rest.astype(np.float32))
+    axis = np.array([2.0, 1.0, -2.0]) / 3.0
+    q0 = np.array(wp.mul(wp.quat(*quat_axis_angle(axis, 0.5)), wp.quat(*q_rest)))
+    w0 = np.array([0.2, -0.6, 0.3])
+    _q, w1 = step(model, 1, q0=q0, qd0=w0)
+    expected = (INERTIA * w0 - DT * k * 0.5 * axis) / (INERTIA + DT * d + DT * DT * k)
+    np.testing.assert_allclose(w1, expected, rtol=1e-4, atol=1e-6)
+
+
+def test_mujocos_ball_spring_is_the_same_torque():
+    """MuJoCo's ball-joint stiffness (its torque in the body frame from the rotation between ``qpos_spring`` and
+    ``qpos``) is, in F, ``−k log(q q_rest⁻¹)``, the torque this solver's spring takes: its acceleration from rest at
+    a rotation 1.2 rad about an oblique axis, rotated into F, matches ``−k e / I`` to 1e-5."""
+    import mujoco
+
+    k = 5.0
+    xml = f"""<mujoco><option gravity="0 0 0"/><worldbody><body><joint type="ball" stiffness="{k}"/>
+        <inertial pos="0 0 0" mass="1" diaginertia="{INERTIA} {INERTIA} {INERTIA}"/></body></worldbody></mujoco>"""
+    mj_model = mujoco.MjModel.from_xml_string(xml)
+    data = mujoco.MjData(mj_model)
+    axis = np.array([1.0, -2.0, 0.5]) / np.linalg.norm([1.0, -2.0, 0.5])
+    q = quat_axis_angle(axis, 1.2)
+    data.qpos[:] = [q[3], *q[:3]]
+    mujoco.mj_forward(mj_model, data)
+    R = np.zeros(9)
+    mujoco.mju_quat2Mat(R, data.qpos)
+    np.testing.assert_allclose(R.reshape(3, 3) @ data.qacc, -k * 1.2 * axis / INERTIA, rtol=1e-5)
+
+
+def test_imported_dampratio_damps_each_axis_as_solvermujoco_does():
+    """An MJCF ``<position dampratio="1">`` on a ball joint: Newton's importer drives all three dofs and SolverMuJoCo
+    makes one actuator per axis, each damped by its own reflected inertia; SolverSAP resolves the same three dampings
+    (it resolved the first axis alone when its drive rows covered the ball's first dof)."""
+    xml = """<mujoco><option gravity="0 0 0"/><worldbody><body pos="0 0 1"><joint name="j" type="ball"/>
+        <geom type="capsule" fromto="0 0 0 0 0 -0.5" size="0.05"/></body></worldbody>
+        <actuator><position joint="j" kp="10" dampratio="1"/></actuator></mujoco>"""
+
+    def imported():
+        b = newton.ModelBuilder(gravity=(0.0, 0.0, 0.0))
+        b.add_mjcf(xml)
+        return b.finalize()
+
+    sap = newton_sap.SolverSAP(imported())
+    reference = imported()
+    newton.solvers.SolverMuJoCo(reference, use_mujoco_cpu=True)  # resolves joint_target_kd in place
+    kd = sap._sap.dof_dampratio_kd.numpy()
+    np.testing.assert_allclose(kd, reference.joint_target_kd.numpy(), rtol=1e-5)
+    assert kd.min() > 0.0
 
 
 def test_bad_ball_drive_gains_name_the_joint():
