@@ -55,23 +55,18 @@ def reference(v, limit):
 
 
 def random_cases(region, n, rng):
-    """Velocities well inside one region of the friction (stiction or sliding) and of the normal (pressed or
-    open), so that central differences stay in it."""
+    """``n`` velocities [m/s] with friction bounds, their unprojected impulse ``y = R⁻¹ (v̂ − v)`` well inside one
+    region of the friction (stiction ``‖y_t‖ < 0.9 F``, sliding ``‖y_t‖ > 1.1 F``, or no bound F) and of the normal
+    (pressed ``y_n > 0.2``, open ``y_n < −0.2``), so that central differences stay in it."""
+    friction, normal = region.split("-")
     cases = []
-    while len(cases) < n:
-        friction, normal = region.split("-")
-        v = rng.uniform(-0.3, 0.3, 3)
-        limit = rng.uniform(0.5, 5.0) if friction != "none" else 0.0
-        y = (V_HAT - v) / R
-        slip_ratio = np.linalg.norm(y[:2]) / max(limit, 1e-30)
-        friction_ok = {"stiction": slip_ratio < 0.9, "sliding": slip_ratio > 1.1, "none": True}[friction]
-        normal_ok = y[2] > 0.2 if normal == "pressed" else y[2] < -0.2
-        if friction == "stiction":  # a slip inside the disk: small tangential velocities
-            v[:2] = V_HAT[:2] - rng.uniform(-0.6, 0.6, 2) * limit * R[0]
-            y = (V_HAT - v) / R
-            friction_ok = np.linalg.norm(y[:2]) < 0.9 * limit
-        if friction_ok and normal_ok:
-            cases.append((v, limit))
+    for _ in range(n):
+        limit = 0.0 if friction == "none" else rng.uniform(0.5, 5.0)
+        ratio = {"stiction": rng.uniform(0.0, 0.9), "sliding": rng.uniform(1.1, 50.0), "none": rng.uniform(0.0, 50.0)}
+        angle = rng.uniform(0.0, 2.0 * np.pi)
+        y_t = ratio[friction] * max(limit, 1.0) * np.array([np.cos(angle), np.sin(angle)])
+        y_n = rng.uniform(0.2, 50.0) * (1.0 if normal == "pressed" else -1.0)
+        cases.append((V_HAT - R * np.array([*y_t, y_n]), limit))
     return cases
 
 
