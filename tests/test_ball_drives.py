@@ -1,7 +1,6 @@
 """Drives, joint friction and joint stiffness on BALL joints (``joint_constraints``, ``dynamics.mass_matrix_rows``)
-against closed forms and MuJoCo: one body with an isotropic
-inertia about the joint's point, no gravity, so that the joint's mass matrix is ``I·1`` and no gyroscopic torque
-couples the axes."""
+against closed forms and MuJoCo: one body with an isotropic inertia about the joint's point, no gravity, so that the
+joint's mass matrix is ``I·1`` and no gyroscopic torque couples the axes."""
 
 import newton
 import numpy as np
