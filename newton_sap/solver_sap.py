@@ -121,7 +121,8 @@ class SolverSAP(newton.solvers.SolverBase):
     ``joint_rest_q``, scalar coordinates and BALL joints) are implicit (``A = M + Δt·D + Δt²·K``), armature joins
     the mass matrix; gravity, Coriolis, ``Control.joint_f`` and ``State.body_f`` are explicit. Contacts
     from Newton's collision pipeline enter one convex SAP problem per world (regularized friction
-    cones), solved by Newton's method with an exact line search. PD drives and joint friction act on the dofs of
+    cones, or with ``contact_approximation="lagged"`` friction bounded by the start penetration's elastic normal
+    impulse), solved by Newton's method with an exact line search. PD drives and joint friction act on the dofs of
     REVOLUTE, PRISMATIC, D6 and BALL tree joints (a BALL joint's position error is its rotation vector from the
     target, ``joint_constraints``), joint limits on the scalar coordinates alone; set elsewhere (limits on BALL
     joints, anything on FREE or DISTANCE dofs or on a loop-closing joint) they are ignored, and the
