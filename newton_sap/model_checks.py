@@ -242,16 +242,18 @@ def validate_joint_drives_and_limits(model: newton.Model, topo, options: SapOpti
     driven = newton_drive_dofs(model)
     limited = (lower > -NO_LIMIT) | (upper < NO_LIMIT)
     scalar = scalar_tree_dofs(model, topo)
-    acting = scalar | ball_tree_dofs(model, topo)  # where drives and joint friction act
+    ball = ball_tree_dofs(model, topo)
+    acting = scalar | ball  # where drives, joint friction and joint stiffness act
     dof_joint = np.repeat(np.arange(model.joint_count), model.joint_dof_dim.numpy().sum(axis=1))
     distance_range = limited & (model.joint_type.numpy()[dof_joint] == JOINT_DISTANCE)  # documented as ignored
     damping, stiffness = model.joint_damping.numpy(), model.joint_stiffness.numpy()
-    rest = np.zeros(model.joint_dof_count)  # springs' rest positions: a scalar dof's joint_rest_q, a BALL dof's joint's
-    rest_q = model.joint_rest_q.numpy()  # quaternion summed (only its finiteness is checked)
+    rest = np.zeros(model.joint_dof_count)  # joint_rest_q of the scalar dofs' coordinates (springs' rest positions)
+    rest_q = model.joint_rest_q.numpy()
     scalar_internal, ball_internal = topo.dof_coord >= 0, topo.dof_ball_quat >= 0
     rest[topo.dof_public[scalar_internal]] = rest_q[topo.dof_coord[scalar_internal]]
-    quats = topo.dof_ball_quat[ball_internal]
-    rest[topo.dof_public[ball_internal]] = sum(rest_q[quats + k] for k in range(4))
+    ball_rest = np.zeros((model.joint_dof_count, 4))  # a BALL dof's joint's rest quaternion (x, y, z, w)
+    ball_rest[topo.dof_public[ball_internal]] = rest_q[topo.dof_ball_quat[ball_internal][:, None] + np.arange(4)]
+    ball_rest_bad = ~np.isfinite(ball_rest).all(axis=1) | ~(np.abs(ball_rest).max(axis=1) > 0.0)
     ignored = (~acting & (driven | (friction > 0.0) | (stiffness > 0.0))) | (~scalar & limited & ~distance_range)
     warn_ignored_joint_settings(model, np.unique(dof_joint[ignored]))
     warn_unused_drive_gains(model, np.unique(dof_joint[acting & ~driven & ((ke > 0.0) | (kd > 0.0))]))
@@ -277,6 +279,9 @@ def validate_joint_drives_and_limits(model: newton.Model, topo, options: SapOpti
         (~finite_at_least_zero(damping), lambda p: f"has joint_damping {damping[p]}; it must be finite and >= 0"),
         (~finite_at_least_zero(stiffness), lambda p: f"has joint_stiffness {stiffness[p]}; it must be finite and >= 0"),
         (~np.isfinite(rest), lambda p: f"has joint_rest_q {rest[p]}; it must be finite"),
+        (ball & (stiffness > 0.0) & ball_rest_bad,
+         lambda p: f"has joint stiffness toward the joint_rest_q quaternion {ball_rest[p]}; it must be finite and "
+         "non-zero"),
     )  # fmt: skip
     if found := first_problem(problems):
         p, message = found

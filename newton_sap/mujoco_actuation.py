@@ -522,20 +522,29 @@ def mujoco_drives(
 
 def _drive_dampratio_rows(model: newton.Model, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The actuators that are Newton's joint drives imported from a ``<position dampratio>`` (JOINT_TARGET, a position
-    servo with ``b2 > 0``) on a dof of the model, their dofs, and whether that dof's drive is in POSITION mode. An
-    actuator on a BALL joint (its first dof) stands for the drive the importer puts on each of the joint's three
-    dofs, so it is listed once per dof, as SolverMuJoCo makes one actuator per axis."""
+    servo with ``b2 > 0``) on a dof of the model, their dofs, and whether that dof's drive is in POSITION mode. The
+    one actuator of a native BALL joint (on the joint's first dof, no actuator on its other dofs) stands for the drive
+    the importer puts on each of the joint's three dofs, so it is listed once per dof, as SolverMuJoCo makes one
+    actuator per axis; a BALL made of three hinges (``convert_3d_hinge_to_ball_joints``) has an actuator per driven
+    dof, each listed once."""
     mj = model.mujoco
     bias = mj.actuator_biasprm.numpy()[:count]
     rows = np.nonzero((mj.ctrl_source.numpy()[:count] == CTRL_JOINT_TARGET) & _position_like(model, count))[0]
+    targeted = mj.actuator_trnid.numpy()[rows, 0]  # every position-like drive actuator's dof
     rows = rows[bias[rows, 2] > 0.0]
     dofs = mj.actuator_trnid.numpy()[rows, 0]
     inside = (dofs >= 0) & (dofs < model.joint_dof_count)
     rows, dofs = rows[inside], dofs[inside]
     dof_joint = np.repeat(np.arange(model.joint_count), model.joint_dof_dim.numpy().sum(axis=1))
-    ball = model.joint_type.numpy()[dof_joint[dofs]] == int(newton.JointType.BALL)
-    rows = np.concatenate([rows[~ball], np.repeat(rows[ball], 3)])
-    dofs = np.concatenate([dofs[~ball], (dofs[ball][:, None] + np.arange(3)).ravel()])
+    joints = dof_joint[dofs]
+    native_ball = (
+        (model.joint_type.numpy()[joints] == int(newton.JointType.BALL))
+        & (dofs == model.joint_qd_start.numpy()[joints])
+        & ~np.isin(dofs + 1, targeted)
+        & ~np.isin(dofs + 2, targeted)
+    )
+    rows = np.concatenate([rows[~native_ball], np.repeat(rows[native_ball], 3)])
+    dofs = np.concatenate([dofs[~native_ball], (dofs[native_ball][:, None] + np.arange(3)).ravel()])
     return rows, dofs, model.joint_target_mode.numpy()[dofs] == int(newton.JointTargetMode.POSITION)
 
 
@@ -583,7 +592,7 @@ def _unresolved_drive_dampratio(model: newton.Model, count: int) -> np.ndarray:
     """The actuators of :func:`_drive_dampratio_rows` whose drive is not in POSITION mode (their dampratio acts in
     neither SolverSAP nor SolverMuJoCo)."""
     rows, _, position = _drive_dampratio_rows(model, count)
-    return rows[~position]
+    return np.unique(rows[~position])
 
 
 class MujocoActuators:

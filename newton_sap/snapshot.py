@@ -37,7 +37,7 @@ class SapSnapshot:
             bodies integrated over Δt, ``dynamics.free_rotation_torque``, and, with ``coriolis="midpoint"``, the
             velocity products of trees of two or more bodies taken at the midpoint velocities
             ``SolverSAP._midpoint_velocity_products``, so it depends on ``dt`` and differs from ``bias`` there)
-            [N, N·m] (D, K: joint damping and stiffness; K acts on scalar coordinates only).
+            [N, N·m] (D, K: joint damping and stiffness; K acts on scalar coordinates and BALL joints).
         v_star: Free-motion velocity ``v0 + Δt (M + Δt D + Δt² K)⁻¹ τ − Δt Ṫ q̇_int`` (public convention at ``q0``;
             the last term, zero but for a spinning free body whose COM is off its origin, is explained below).
         dofs: Per world, the (n,) increasing public dof indices of the rows and columns.

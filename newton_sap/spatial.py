@@ -33,7 +33,8 @@ def ball_rotation_error(joint_q: wp.array(dtype=float), reference_q: wp.array(dt
     """``e = log(q q_r⁻¹)`` [rad] of the BALL joint whose quaternion (x, y, z, w) starts at ``start`` in ``joint_q``,
     against the reference rotation ``q_r`` at the same place in ``reference_q`` (a drive's ``joint_target_q``, the
     spring's ``joint_rest_q``): the rotation vector in the joint's parent frame F that takes ``q_r`` to ``q``. A zero
-    ``q_r`` (targets zeroed in bulk) counts as the identity, as Newton's SolverMuJoCo takes it."""
+    ``q_r`` (targets zeroed in bulk) counts as the identity, as Newton's SolverMuJoCo takes a zero target (a stiff
+    joint's zero rest quaternion is refused, ``model_checks``: SolverMuJoCo's spring is off there)."""
     q = wp.quat(joint_q[start], joint_q[start + 1], joint_q[start + 2], joint_q[start + 3])
     q_r = wp.quat(reference_q[start], reference_q[start + 1], reference_q[start + 2], reference_q[start + 3])
     if wp.length(q_r) == 0.0:

@@ -168,45 +168,72 @@ def test_joint_stiffness_pulls_toward_the_rest_rotation_implicitly():
     np.testing.assert_allclose(w1, expected, rtol=1e-4, atol=1e-6)
 
 
-def test_mujocos_ball_spring_is_the_same_torque():
-    """MuJoCo's ball-joint stiffness (its torque in the body frame from the rotation between ``qpos_spring`` and
-    ``qpos``) is, in F, ``−k log(q q_rest⁻¹)``, the torque this solver's spring takes: its acceleration from rest at
-    a rotation 1.2 rad about an oblique axis, rotated into F, matches ``−k e / I`` to 1e-5."""
-    import mujoco
+def test_stiffness_accelerates_as_in_solvermujoco():
+    """The spring's torque against Newton's SolverMuJoCo (MuJoCo's ball stiffness toward the rest pose it converts
+    from ``joint_rest_q``): one 0.1 ms step from rest at a rotation 0.9 rad from the identity, with turned parent and
+    child frames, a non-identity rest rotation, an anisotropic inertia and a COM off the joint; the accelerations
+    agree to 1e-4 (both frames' conventions and the rest pose's)."""
 
-    k = 5.0
-    xml = f"""<mujoco><option gravity="0 0 0"/><worldbody><body><joint type="ball" stiffness="{k}"/>
-        <inertial pos="0 0 0" mass="1" diaginertia="{INERTIA} {INERTIA} {INERTIA}"/></body></worldbody></mujoco>"""
-    mj_model = mujoco.MjModel.from_xml_string(xml)
-    data = mujoco.MjData(mj_model)
-    axis = np.array([1.0, -2.0, 0.5]) / np.linalg.norm([1.0, -2.0, 0.5])
-    q = quat_axis_angle(axis, 1.2)
-    data.qpos[:] = [q[3], *q[:3]]
-    mujoco.mj_forward(mj_model, data)
-    R = np.zeros(9)
-    mujoco.mju_quat2Mat(R, data.qpos)
-    np.testing.assert_allclose(R.reshape(3, 3) @ data.qacc, -k * 1.2 * axis / INERTIA, rtol=1e-5)
-
-
-def test_imported_dampratio_damps_each_axis_as_solvermujoco_does():
-    """An MJCF ``<position dampratio="1">`` on a ball joint: Newton's importer drives all three dofs and SolverMuJoCo
-    makes one actuator per axis, each damped by its own reflected inertia; SolverSAP resolves the same three dampings
-    (it resolved the first axis alone when its drive rows covered the ball's first dof)."""
-    xml = """<mujoco><option gravity="0 0 0"/><worldbody><body pos="0 0 1"><joint name="j" type="ball"/>
-        <geom type="capsule" fromto="0 0 0 0 0 -0.5" size="0.05"/></body></worldbody>
-        <actuator><position joint="j" kp="10" dampratio="1"/></actuator></mujoco>"""
-
-    def imported():
+    def model():
         b = newton.ModelBuilder(gravity=(0.0, 0.0, 0.0))
-        b.add_mjcf(xml)
+        link = b.add_link(mass=1.0, inertia=wp.mat33(*np.diag([0.1, 0.15, 0.2]).ravel()), com=wp.vec3(0.1, -0.05, 0.2))
+        X_p = wp.transform((0.2, -0.1, 0.5), wp.quat(*quat_axis_angle([1, 2, 3], 0.7)))
+        X_c = wp.transform((0.05, 0.1, -0.2), wp.quat(*quat_axis_angle([-1, 0.5, 2], 1.1)))
+        b.add_articulation([b.add_joint_ball(-1, link, parent_xform=X_p, child_xform=X_c)])
+        m = b.finalize()
+        m.joint_stiffness.fill_(20.0)
+        m.joint_rest_q.assign(quat_axis_angle([1.0, 0.0, 1.0], -0.6).astype(np.float32))
+        return m
+
+    def acceleration(solver_class, **options):
+        m = model()
+        solver = solver_class(m, **options)
+        s0, s1 = m.state(), m.state()
+        s0.joint_q.assign(quat_axis_angle([0.3, 1.0, -0.2], 0.9).astype(np.float32))
+        newton.eval_fk(m, s0.joint_q, s0.joint_qd, s0)
+        solver.step(s0, s1, m.control(), None, 1e-4)
+        return s1.joint_qd.numpy().astype(np.float64) / 1e-4
+
+    ours, reference = acceleration(newton_sap.SolverSAP), acceleration(newton.solvers.SolverMuJoCo, use_mujoco_cpu=True)
+    assert np.linalg.norm(ours - reference) < 1e-4 * np.linalg.norm(reference)
+
+
+def test_a_stiff_ball_joint_needs_a_rest_rotation():
+    """A zero ``joint_rest_q`` quaternion under stiffness is refused, naming the joint (SolverMuJoCo's spring does
+    nothing there)."""
+    model = ball_body(newton.JointTargetMode.NONE)
+    model.joint_stiffness.fill_(5.0)
+    model.joint_rest_q.zero_()
+    with pytest.raises(newton_sap.ModelError, match=r"joint 0 \('shoulder'\) dof 0 has joint stiffness toward"):
+        newton_sap.SolverSAP(model)
+
+
+def test_dampratio_of_a_ball_made_of_hinges_stays_on_its_dofs():
+    """Newton's importer makes three MJCF hinges one BALL (``convert_3d_hinge_to_ball_joints``) and points each
+    hinge's actuator at its own dof: three ``<position dampratio>`` damp the three dofs as SolverMuJoCo resolves them,
+    and one on the last hinge damps that dof alone, not the next joint's (its expansion to three dofs ran past the
+    ball)."""
+    hinges = "".join(
+        f'<joint name="h{a}" type="hinge" axis="{v}"/>' for a, v in zip("xyz", ("1 0 0", "0 1 0", "0 0 1"), strict=True)
+    )
+
+    def imported(actuated):
+        xml = f"""<mujoco><option gravity="0 0 0"/><worldbody><body pos="0 0 1">{hinges}
+            <geom type="box" size="0.1 0.2 0.3" pos="0 0 -0.3"/><body pos="0 0 -0.6">
+            <joint name="e" type="hinge" axis="1 0 0"/><geom type="sphere" size="0.05" pos="0 0 -0.1"/></body></body>
+            </worldbody><actuator>{"".join(f'<position joint="h{a}" kp="10" dampratio="1"/>' for a in actuated)}
+            <position joint="e" kp="10"/></actuator></mujoco>"""
+        b = newton.ModelBuilder(gravity=(0.0, 0.0, 0.0))
+        b.add_mjcf(xml, convert_3d_hinge_to_ball_joints=True)
         return b.finalize()
 
-    sap = newton_sap.SolverSAP(imported())
-    reference = imported()
-    newton.solvers.SolverMuJoCo(reference, use_mujoco_cpu=True)  # resolves joint_target_kd in place
-    kd = sap._sap.dof_dampratio_kd.numpy()
+    all_three = imported("xyz")
+    reference = imported("xyz")
+    newton.solvers.SolverMuJoCo(reference, use_mujoco_cpu=True)
+    kd = newton_sap.SolverSAP(all_three)._sap.dof_dampratio_kd.numpy()
     np.testing.assert_allclose(kd, reference.joint_target_kd.numpy(), rtol=1e-5)
-    assert kd.min() > 0.0
+    kd = newton_sap.SolverSAP(imported("z"))._sap.dof_dampratio_kd.numpy()
+    assert kd[2] > 0.0 and kd[[0, 1, 3]].tolist() == [0.0, 0.0, 0.0]
 
 
 def test_bad_ball_drive_gains_name_the_joint():
