@@ -513,7 +513,8 @@ def mass_matrix_rows(
             spring = joint_q_in[c] + dt * v0_in[i] - joint_rest_q[c]
         elif ball >= 0:
             k = joint_stiffness[pub]
-            spring = ball_rotation_error(joint_q_in, joint_rest_q, ball)[dof_ball_axis[i]] + dt * v0_in[i]
+            if k > 0.0:  # the rotation's log only where a spring acts
+                spring = ball_rotation_error(joint_q_in, joint_rest_q, ball)[dof_ball_axis[i]] + dt * v0_in[i]
         tau -= d * v0_in[i] + k * spring
         diag = rows_out[rs] + dt * d + dt * dt * k
         rows_out[rs] = diag

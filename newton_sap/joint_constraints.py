@@ -273,13 +273,11 @@ def joint_constraint_rows(
     p = dof_public[i]
     w = dof_world[i]
     w_est = A_inv_diag[i]
-    q0 = float(0.0)  # the drive's position [m or rad] and target: a scalar coordinate, or a BALL axis' error
+    q0 = float(0.0)  # the drive's position [m or rad] and target: a scalar coordinate, or a BALL axis' error (below)
     q_target = float(0.0)
     if c >= 0:
         q0 = joint_q[c]
         q_target = target_q[c]
-    else:
-        q0 = ball_rotation_error(joint_q, target_q, ball)[dof_ball_axis[i]]
     leader = dof_mimic_leader[i]  # scalar dofs only (mimic_tables)
     if leader >= 0:
         coeffs = dof_mimic_coeffs[i]
@@ -331,6 +329,8 @@ def joint_constraint_rows(
         u_ff += ranges[2]
         effort = ranges[3]
     if kp > 0.0 or kv > 0.0:
+        if c < 0 and kp > 0.0:  # a BALL axis with a position gain: its error from the target, target 0
+            q0 = ball_rotation_error(joint_q, target_q, ball)[dof_ball_axis[i]]
         R, v_hat = pd_drive_parameters(kp, kv, q0, q_target, v_target, u_ff, dt, w_est)
         write_row(base + i, w, PD_DRIVE, i, 1.0, R, v_hat, dt * effort,
                   c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_dof, c_J, v0, c_vc)  # fmt: skip
