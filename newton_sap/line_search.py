@@ -13,6 +13,7 @@ import warp as wp
 
 from .constraints.dispatch import constraint_impulse, thread_slots
 from .jacobian import row_product
+from .stiction_prediction import PLAIN_NEWTON_ONCE
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
@@ -37,12 +38,15 @@ PRECISE_FORCING = 1.0e-3
 stagnation tests below (dense worlds: η = 0); a looser CG stop can make the cost change little while
 Newton's method is still far from the float32 floor."""
 MODEL_STEP_MIN_ALPHA = 0.05
-"""A stiction-model step shorter than this turns the predictions off in its world for the rest of the
-step (plain Newton steps from then on): the prediction did not pay. Measured on nine 1-world 50-sphere piles
-(300-500 steps each: landing, settling, rest): 0.05 took fewer Newton iterations than 0.1 on all nine (2.2 %
-in all; the worst step of a pile 8-18 instead of 9-25 iterations, where a short first model step had turned the
-predictions off and plain Newton then crawled), and on a landing humanoid over 300 steps (671 -> 651, the worst
-step 11 -> 6); 0.02 and 0.03 did as 0.05; 0 (never off) stalled at the iteration limit in two of the piles."""
+"""A stiction-model step shorter than this makes its world's next Newton step a plain one (``PLAIN_NEWTON_ONCE``):
+the prediction did not pay. Measured while such a step still turned the predictions off for the rest of the time
+step, on nine 1-world 50-sphere piles (300-500 steps each: landing, settling, rest): 0.05 took fewer Newton
+iterations than 0.1 on all nine (2.2 % in all), and on a landing humanoid over 300 steps (671 -> 651, the worst
+step 11 -> 6); 0.02 and 0.03 did as 0.05; 0 (predicting regardless) stalled at the iteration limit in two of the
+piles, repeating a model step that the line search cut to α = 0. Off for the rest of the time step (until session
+33), the predictions left plain Newton to crawl where many sliding contacts were still to land (one per iteration,
+at α of 0.002-0.3): on nine seeded 1-world piles over 400 steps the worst step of each took 9-21 Newton iterations
+(SAP's cone) and 14-26 (``contact_approximation="lagged"``), now 9-14 and 11-15; all iterations -0.7 % and -2.0 %."""
 COST_ROUND_OFF = 1.0e-6
 """Flat cost in float32: when the slope of the cost along the Newton direction, ``|dℓ/dα(0)|``, is below this
 fraction of the cost, a full Newton step changes the cost by round-off only (``COST_FLAT``). The velocities may
@@ -265,7 +269,8 @@ def line_search(
     A_inv_diag: wp.array(dtype=float),
     dv: wp.array(dtype=float),
     # outputs (v and Ae are read and updated; Adv is read and zeroed for the next product; world_cost is read,
-    # world_cost and world_norms are zeroed for the next check's sums)
+    # world_cost and world_norms are zeroed for the next check's sums; world_plain_newton is read: a short
+    # stiction-model step sets PLAIN_NEWTON_ONCE, the plain step after it clears it)
     Adv: wp.array(dtype=float),
     v: wp.array(dtype=float),
     Ae: wp.array(dtype=float),
@@ -386,9 +391,12 @@ def line_search(
     stalled = int(0)
     change = wp.abs(cost1 - cost0)
     scale = 0.5 * (wp.abs(cost1) + wp.abs(cost0))
-    if world_predicted[w] != 0 and world_slope[w] < 0.0:  # a stiction-model step (either kind of prediction)
+    model_step = world_predicted[w] != 0 and world_slope[w] < 0.0  # (either kind of prediction)
+    if not model_step and world_plain_newton_out[w] == PLAIN_NEWTON_ONCE:
+        world_plain_newton_out[w] = 0  # the plain step after a short model step: predictions again
+    if model_step:
         if alpha < MODEL_STEP_MIN_ALPHA:
-            world_plain_newton_out[w] = 1
+            world_plain_newton_out[w] = PLAIN_NEWTON_ONCE
     elif alpha == 0.0:
         stalled = int(NO_DESCENT)
     elif not moved:

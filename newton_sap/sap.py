@@ -89,6 +89,7 @@ from .pcg import CG_LOOSEST_TOLERANCE, CG_MODEL_LOOSEST_TOLERANCE, precond_diag_
 from .pcg_parallel import ParallelConjugateGradients
 from .scan import chunk_sums_size, exclusive_scan
 from .stiction_prediction import (
+    PLAIN_NEWTON_NEAR_OPTIMUM,
     PREDICTION_MAX_RELATIVE_RESIDUAL,
     adopt_model_direction,
     model_direction_slope,
@@ -882,7 +883,7 @@ def check_convergence(
     if world_active[w] == 1:
         any_active_out[0] = 1
         if residual <= PREDICTION_MAX_RELATIVE_RESIDUAL * scale:
-            world_plain_newton_out[w] = 1
+            world_plain_newton_out[w] = PLAIN_NEWTON_NEAR_OPTIMUM
 
 
 @functools.cache

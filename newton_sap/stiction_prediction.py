@@ -12,8 +12,9 @@ their own solve, right after their Newton direction (``block_cholesky.world_bloc
 landing 50-sphere worlds (60 replayed steps, alternating processes): 14.71 / 13.92 → 13.91 / 13.49 ms a step,
 against a second launch that assembled H̃ afresh and a pass of its own over every row. Near the solution (within
 ``PREDICTION_MAX_RELATIVE_RESIDUAL`` of optimality) the worlds take plain Newton steps, for their local
-convergence. The solution is the same: only the direction changes, and the line search still minimizes the
-true ℓ along it.
+convergence, and after a stiction-model step that the line search cut short (``line_search.MODEL_STEP_MIN_ALPHA``)
+the next step is a plain one (``world_plain_newton``). The solution is the same: only the direction changes, and
+the line search still minimizes the true ℓ along it.
 """
 
 import warp as wp
@@ -30,6 +31,13 @@ by a hair is better modelled by Newton's own model. Measured on a settled 50-sph
 about 5e-3 to 1e-2 from optimality (5e-3 here left most predictions in place) and one plain Newton step
 converges, while a prediction there (about one world in eight per step) cost a second solve and a second
 iteration; a landing pile predicts while its relative residual is 0.05 to 1."""
+
+PLAIN_NEWTON_NEAR_OPTIMUM = wp.constant(1)
+"""``world_plain_newton`` value of a world within ``PREDICTION_MAX_RELATIVE_RESIDUAL`` of optimality: plain
+Newton steps for the rest of the time step (``check_convergence``). 0: the world predicts."""
+PLAIN_NEWTON_ONCE = wp.constant(2)
+"""``world_plain_newton`` value after a stiction-model step shorter than ``line_search.MODEL_STEP_MIN_ALPHA``: the
+next Newton step is a plain one, and the predictions resume after it (``line_search``)."""
 
 
 @wp.func
@@ -103,7 +111,7 @@ def predict_stiction(
         w = c_world[c]
         if world_active[w] == 0 or (world_block_offset[w] >= 0 and world_tree_local[w] == 0):
             continue
-        if world_plain_newton[w] == 1:
+        if world_plain_newton[w] != 0:
             c_G_model_out[c] = c_G[c]
             continue
         predicted, G_model, change = stiction_model_row(

@@ -238,30 +238,37 @@ def test_converged_light_bodies_match_a_float64_solve():
 
 def test_worlds_near_optimality_stop_predicting_stiction():
     """A world that goes on within ``PREDICTION_MAX_RELATIVE_RESIDUAL`` of optimality takes plain Newton steps
-    (``world_plain_newton``), one farther out keeps its predictions; a flag already set stays set."""
+        (``world_plain_newton``), one farther out keeps its predictions; a flag already set stays set, and the one-step
+    flag after a short stiction-model step becomes the near-optimum flag within it."""
     from newton_sap.sap import check_convergence
-    from newton_sap.stiction_prediction import PREDICTION_MAX_RELATIVE_RESIDUAL
+    from newton_sap.stiction_prediction import (
+        PLAIN_NEWTON_NEAR_OPTIMUM,
+        PLAIN_NEWTON_ONCE,
+        PREDICTION_MAX_RELATIVE_RESIDUAL,
+    )
 
     scale, theta = 10.0, float(PREDICTION_MAX_RELATIVE_RESIDUAL)
-    residuals = [0.5 * theta * scale, 2.0 * theta * scale, 0.5 * scale]
+    near, once = int(PLAIN_NEWTON_NEAR_OPTIMUM), int(PLAIN_NEWTON_ONCE)
+    residuals = [0.5 * theta * scale, 2.0 * theta * scale, 0.5 * scale, 0.5 * theta * scale, 0.5 * scale]
     norms = wp.array([wp.vec3(r * r, 1.0, scale * scale) for r in residuals], dtype=wp.vec3, device="cpu")
-    plain_newton = wp.array([0, 0, 1], dtype=wp.int32, device="cpu")
-    active = wp.ones(3, dtype=wp.int32, device="cpu")
+    plain_newton = wp.array([0, 0, near, once, once], dtype=wp.int32, device="cpu")
+    n = len(residuals)
+    active = wp.ones(n, dtype=wp.int32, device="cpu")
     any_active = wp.zeros(1, dtype=wp.int32, device="cpu")
-    starts = wp.array(np.arange(4), dtype=wp.int32, device="cpu")  # a tree of one dof per world
-    no_stall_inputs = [wp.zeros(3, dtype=float, device="cpu")] * 4 + [wp.zeros(3, dtype=wp.vec2, device="cpu")]
+    starts = wp.array(np.arange(n + 1), dtype=wp.int32, device="cpu")  # a tree of one dof per world
+    no_stall_inputs = [wp.zeros(n, dtype=float, device="cpu")] * 4 + [wp.zeros(n, dtype=wp.vec2, device="cpu")]
     # (1/A_ii, Ae, A v0, τ, Jᵀγ: not read)
-    wp.launch(check_convergence, dim=3,
-              inputs=[starts, starts, wp.ones(3, dtype=wp.int32, device="cpu"), 1, 0.01, *no_stall_inputs,
+    wp.launch(check_convergence, dim=n,
+              inputs=[starts, starts, wp.ones(n, dtype=wp.int32, device="cpu"), 1, 0.01, *no_stall_inputs,
                       wp.array([1], dtype=wp.int32, device="cpu"), 100, 0.0, 1e-6, norms,
-                      wp.zeros(3, dtype=wp.int32, device="cpu"), wp.zeros(3, dtype=wp.int32, device="cpu")],
-              outputs=[active, wp.zeros(3, dtype=wp.int32, device="cpu"), wp.zeros(3, dtype=float, device="cpu"),
-                       wp.ones(3, dtype=wp.int32, device="cpu"), any_active, plain_newton,
-                       *(wp.zeros(3, dtype=dtype, device="cpu") for dtype in (wp.int32, float, wp.vec3, wp.int32,
+                      wp.zeros(n, dtype=wp.int32, device="cpu"), wp.zeros(n, dtype=wp.int32, device="cpu")],
+              outputs=[active, wp.zeros(n, dtype=wp.int32, device="cpu"), wp.zeros(n, dtype=float, device="cpu"),
+                       wp.ones(n, dtype=wp.int32, device="cpu"), any_active, plain_newton,
+                       *(wp.zeros(n, dtype=dtype, device="cpu") for dtype in (wp.int32, float, wp.vec3, wp.int32,
                                                                                wp.vec2))],
               device="cpu")  # fmt: skip
-    assert active.numpy().tolist() == [1, 1, 1] and any_active.numpy()[0] == 1
-    assert plain_newton.numpy().tolist() == [1, 0, 1]
+    assert active.numpy().tolist() == [1] * n and any_active.numpy()[0] == 1
+    assert plain_newton.numpy().tolist() == [near, 0, near, near, once]
 
 
 def test_backtracking_converges_on_the_dropped_humanoid():

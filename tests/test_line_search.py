@@ -133,10 +133,11 @@ def test_backtracking_converges_as_fast_as_the_exact_search_at_limits():
     assert iterations[1] <= 1.1 * iterations[0]
 
 
-def step_length_on_a_line(s0, s1, limit_rows, line_search_kind):
+def step_length_on_a_line(s0, s1, limit_rows, line_search_kind, model_step=False, plain_newton=0):
     """α of ``line_search.line_search`` on the line of one world (one tree, one dof of unit mass)
     ``ℓ(α) = α s0 + ½ α² s1 + Σ ½ R y₊²`` with ``y = (v̂ − v_c − α Δv_c) / R`` over joint-limit rows
-    ``(v_c, Δv_c, v̂, R)``, and its stall flag."""
+    ``(v_c, Δv_c, v̂, R)``, its stall flag and its ``world_plain_newton`` after the search (before it
+    ``plain_newton``; ``model_step``: the direction is a descending stiction-model one)."""
     from newton_sap.constraints.dispatch import JOINT_LIMIT
     from newton_sap.line_search import ALPHA_MAX, line_search
 
@@ -150,19 +151,20 @@ def step_length_on_a_line(s0, s1, limit_rows, line_search_kind):
     m = len(limit_rows)
     slopes = [sum(-row[1] * impulse(row, alpha) for row in limit_rows) for alpha in (0.0, ALPHA_MAX)]
     cost = sum(0.5 * row[3] * impulse(row, 0.0) ** 2 for row in limit_rows)
-    alpha, stalled, plain_newton = cpu([0.0], float), cpu([0], wp.int32), cpu([0], wp.int32)
+    alpha, stalled, plain_newton = cpu([0.0], float), cpu([0], wp.int32), cpu([plain_newton], wp.int32)
     rows = [cpu([(r[k], 0.0, 0.0) for r in limit_rows], wp.vec3) for k in range(3)]  # v_c, Δv_c, v̂
     compliance = cpu([(r[3], 1.0, 1.0) for r in limit_rows], wp.vec3)
     wp.launch(line_search, dim=1, device="cpu",
               inputs=[cpu([0, 1], wp.int32), cpu([0, 1], wp.int32), cpu([0], wp.int32), cpu([1], wp.int32),
-                      int(line_search_kind == "exact"), cpu([1], wp.int32), cpu([0], wp.int32),
-                      cpu([0.0], float), cpu([0.0], float), cpu([(s0, s1, 0.0)], wp.vec3), cpu([slopes], wp.vec2),
+                      int(line_search_kind == "exact"), cpu([1], wp.int32), cpu([int(model_step)], wp.int32),
+                      cpu([-1.0 if model_step else 0.0], float), cpu([0.0], float), cpu([(s0, s1, 0.0)], wp.vec3),
+                      cpu([slopes], wp.vec2),
                       cpu([0], wp.int32), cpu([m], wp.int32), cpu(np.arange(m), wp.int32),
                       cpu([int(JOINT_LIMIT)] * m, wp.int32), *rows, compliance, cpu(np.zeros(m), float),
                       cpu([1.0], float), cpu([1.0], float)],
               outputs=[cpu([0.0], float), cpu([1.0], float), cpu([0.0], float), cpu([cost], float),
                        cpu([wp.vec3()], wp.vec3), stalled, alpha, plain_newton])  # fmt: skip
-    return float(alpha.numpy()[0]), int(stalled.numpy()[0])
+    return float(alpha.numpy()[0]), int(stalled.numpy()[0]), int(plain_newton.numpy()[0])
 
 
 @pytest.mark.parametrize("minimum", [1e-5, 1e-6, 1e-7])
@@ -174,18 +176,37 @@ def test_backtracking_below_its_shortest_trial_takes_the_minimum(minimum):
     ``NOT_MOVED``, as by the exact search."""
     from newton_sap.line_search import NOT_MOVED, STEP_ROUND_OFF
 
-    alpha, stalled = step_length_on_a_line(-minimum, 1.0, [], "backtracking")
+    alpha, stalled, _ = step_length_on_a_line(-minimum, 1.0, [], "backtracking")
     assert alpha == pytest.approx(minimum, rel=1e-4)
     assert (stalled == NOT_MOVED) == (minimum <= STEP_ROUND_OFF)
-    assert (alpha, stalled) == pytest.approx(step_length_on_a_line(-minimum, 1.0, [], "exact"), rel=1e-4)
+    assert (alpha, stalled) == pytest.approx(step_length_on_a_line(-minimum, 1.0, [], "exact")[:2], rel=1e-4)
 
 
 def test_backtracking_compares_the_costs_of_the_trials_around_a_kink():
     """The quadratic part's minimum at α = 1.2, a stiff limit row (R = 0.05) turning on at α = 1.24: the trial
     1.25 past the minimum costs 0.0023 above it, 1.0 short of it 0.020. Choosing by the slopes (0.25 against
     0.20) took 1.0 (helper review, session 28); the costs differ far above float32's resolution."""
-    alpha, _ = step_length_on_a_line(-1.2, 1.0, [(1.24, -1.0, 0.0, 0.05)], "backtracking")
+    alpha, _, _ = step_length_on_a_line(-1.2, 1.0, [(1.24, -1.0, 0.0, 0.05)], "backtracking")
     assert alpha == pytest.approx(1.25)
+
+
+@pytest.mark.parametrize("line_search_kind", ["exact", "backtracking"])
+def test_a_short_stiction_model_step_makes_only_the_next_step_plain(line_search_kind):
+    """A stiction-model step that the line search cuts below ``MODEL_STEP_MIN_ALPHA`` (here α = 0.01) flags
+    ``PLAIN_NEWTON_ONCE``; the plain step after it clears the flag, so the predictions resume (off for the rest of
+    the time step, plain Newton crawled where many sliding contacts were still to land: nine 1-world landing
+    piles' worst steps 14-26 Newton iterations under the lagged contact, now 11-15). A long model step leaves the
+    flag alone, and so does any step the near-optimum flag (``check_convergence``'s, for the rest of the step)."""
+    from newton_sap.line_search import MODEL_STEP_MIN_ALPHA
+    from newton_sap.stiction_prediction import PLAIN_NEWTON_NEAR_OPTIMUM, PLAIN_NEWTON_ONCE
+
+    short, long = -0.2 * MODEL_STEP_MIN_ALPHA, -1.0  # ℓ(α) = α s0 + ½ α²: the minimum at α = −s0
+    once, near = int(PLAIN_NEWTON_ONCE), int(PLAIN_NEWTON_NEAR_OPTIMUM)
+    alpha, _, flag = step_length_on_a_line(short, 1.0, [], line_search_kind, model_step=True)
+    assert alpha < MODEL_STEP_MIN_ALPHA and flag == once
+    assert step_length_on_a_line(long, 1.0, [], line_search_kind, model_step=True)[2] == 0
+    assert step_length_on_a_line(short, 1.0, [], line_search_kind, plain_newton=once)[2] == 0
+    assert step_length_on_a_line(short, 1.0, [], line_search_kind, plain_newton=near)[2] == near
 
 
 def test_rows_without_impulse_along_a_segment_follow_it_exactly():
