@@ -34,7 +34,7 @@ from __future__ import annotations
 import warp as wp
 
 from .jacobian import second_walk
-from .stiction_prediction import stiction_model_row
+from .stiction_prediction import stiction_model_row, world_predicts
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
@@ -717,7 +717,7 @@ def world_block_cholesky(
         _start_blocks(size, t0, T, pairs, base, tree_dof_count, tree_order, tree_A_offset, A_chunks, block_index, U)
         _add_rows(t0, T, pairs, base, begin, end, tree_dof_start, tree_dof_count, dof_tree, dof_parent,
                   world_constraints, c_G, c_G, 0, c_nnz, c_dof, c_J, tree_rank, block_index, U)  # fmt: skip
-        may_predict = predict == 1 and world_plain_newton[w] == 0
+        may_predict = predict == 1 and world_predicts(world_plain_newton[w])
         if may_predict:  # H kept beside the blocks (``keep`` chunks on) for the stiction model's
             for q in range(size):
                 U[base + keep + q] = U[base + q]

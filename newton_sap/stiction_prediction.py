@@ -41,6 +41,13 @@ next Newton step is a plain one, and the predictions resume after it (``line_sea
 
 
 @wp.func
+def world_predicts(plain_newton: int):
+    """Whether a world whose ``world_plain_newton`` is ``plain_newton`` models stiction in its next direction: only
+    with neither flag set (``predict_stiction``, and the block-Cholesky worlds' own solve)."""
+    return plain_newton == 0
+
+
+@wp.func
 def stiction_model_row(
     c: int,
     c_kind: wp.array(dtype=wp.int32),
@@ -111,7 +118,7 @@ def predict_stiction(
         w = c_world[c]
         if world_active[w] == 0 or (world_block_offset[w] >= 0 and world_tree_local[w] == 0):
             continue
-        if world_plain_newton[w] != 0:
+        if not world_predicts(world_plain_newton[w]):
             c_G_model_out[c] = c_G[c]
             continue
         predicted, G_model, change = stiction_model_row(

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import warp as wp
 
+from newton_sap.constraints.dispatch import constraint_impulse
 from newton_sap.constraints.friction_cone import friction_cone_predicts_stiction
 
 from contact_scenes import Run, copy_state, sphere_bin
@@ -47,6 +48,57 @@ def test_friction_cone_predicts_stiction(v_c, dv_c, mu, expected):
     wp.launch(_predict, dim=1, inputs=[*arrays, wp.array([mu], dtype=float), wp.vec3(R), wp.vec3(V_HAT)],
               outputs=[out])  # fmt: skip
     assert out.numpy()[0] == expected
+
+
+@wp.kernel
+def _impulse(kind: int, v_c: wp.vec3, v_hat: wp.vec3, R: wp.vec3, parameter: float,
+             gamma: wp.array(dtype=wp.vec3), G: wp.array(dtype=wp.mat33)):  # fmt: skip
+    g, H, _cost = constraint_impulse(kind, v_c, v_hat, R, parameter)
+    gamma[0] = g
+    G[0] = H
+
+
+@pytest.mark.parametrize("approximation", ["sap", "lagged"])
+def test_flagged_worlds_predict_nothing(approximation):
+    """``predict_stiction`` over one sliding contact per world (three dofs, J = I) whose Newton step reverses its
+    slip: the world without a ``world_plain_newton`` flag models it by its stiction branch (``G̃ = R⁻¹``,
+    ``∇ℓ_model = ∇ℓ − (γ̃ − γ)``, here with the normal pressed as well), the worlds flagged ``PLAIN_NEWTON_ONCE``
+    (after a short model step) and ``PLAIN_NEWTON_NEAR_OPTIMUM`` keep its Newton model and their gradient."""
+    from newton_sap.constraints.dispatch import CONTACT, CONTACT_LAGGED
+    from newton_sap.stiction_prediction import PLAIN_NEWTON_NEAR_OPTIMUM, PLAIN_NEWTON_ONCE, predict_stiction
+
+    kind = int(CONTACT) if approximation == "sap" else int(CONTACT_LAGGED)
+    parameter = 0.5 if approximation == "sap" else 1.0  # μ, or the lagged bound μ n0 [N·s]
+    v_c, dv_c = (0.1, 0.0, -0.1), (-0.2, 0.0, 0.0)
+    gamma, G = wp.zeros(1, dtype=wp.vec3), wp.zeros(1, dtype=wp.mat33)
+    wp.launch(_impulse, dim=1, inputs=[kind, wp.vec3(v_c), wp.vec3(V_HAT), wp.vec3(R), parameter],
+              outputs=[gamma, G])  # fmt: skip
+    gamma, G = gamma.numpy()[0], G.numpy()[0]
+    assert np.linalg.norm(gamma[:2]) > 0.0 and np.abs(G - np.diag(1.0 / np.array(R))).max() > 1.0  # sliding
+
+    def rows(value, dtype):
+        return wp.array([value] * 3, dtype=dtype)
+
+    flags = [0, int(PLAIN_NEWTON_ONCE), int(PLAIN_NEWTON_NEAR_OPTIMUM)]
+    dofs = np.arange(9, dtype=np.int32).reshape(3, 3)
+    J = np.tile(np.eye(3, dtype=np.float32), (3, 1, 1))  # entry e of a row: the column of its e-th dof
+    G_model, grad_model = wp.zeros(3, dtype=wp.mat33), wp.zeros(9, dtype=float)
+    predicted, any_predicted = wp.zeros(3, dtype=wp.int32), wp.zeros(1, dtype=wp.int32)
+    wp.launch(predict_stiction, dim=1,
+              inputs=[wp.array([-1, -1, -1], dtype=wp.int32), 1024, wp.array([3], dtype=wp.int32),
+                      wp.array([0, 1, 2], dtype=wp.int32), rows(1, wp.int32), rows(0, wp.int32),
+                      wp.array(flags, dtype=wp.int32), wp.array([0, 1, 2], dtype=wp.int32), rows(kind, wp.int32),
+                      rows(v_c, wp.vec3), rows(gamma, wp.vec3), rows(G, wp.mat33), rows(V_HAT, wp.vec3),
+                      rows(R, wp.vec3), rows(parameter, float), rows(3, wp.int32), wp.array(dofs, dtype=wp.int32),
+                      wp.array(J, dtype=wp.vec3), wp.array(np.tile(dv_c, 3), dtype=float)],
+              outputs=[G_model, grad_model, predicted, any_predicted])  # fmt: skip
+    assert predicted.numpy().tolist() == [1, 0, 0] and any_predicted.numpy()[0] == 1
+    gamma_model = (np.array(V_HAT) - np.array(v_c)) / np.array(R)
+    np.testing.assert_allclose(G_model.numpy()[0], np.diag(1.0 / np.array(R)), rtol=1e-6)
+    np.testing.assert_allclose(grad_model.numpy()[:3], -(gamma_model - gamma), rtol=1e-5, atol=1e-5)
+    for w in (1, 2):
+        np.testing.assert_array_equal(G_model.numpy()[w], G)
+        assert not grad_model.numpy()[3 * w : 3 * w + 3].any()
 
 
 SOLVES = {  # the direction solves of a 60-dof world, and the options that select them
