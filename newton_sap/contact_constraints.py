@@ -33,8 +33,9 @@ parking every row is swept, and contact ``i`` keeps slot ``i``.
   ``enable_surface_velocity``, e.g. a conveyor belt) v̂ less its tangential part: the impulse depends on
   ``v̂ − v_c``, and the surfaces' material slides at ``v_c`` plus that velocity;
 * with ``lagged = 1`` (``contact_approximation="lagged"``) the rows are ``CONTACT_LAGGED``, their parameter the
-  friction bound ``μ n0`` (``lagged_contact.lagged_normal_impulse``: the elastic normal impulse at φ0 and R; 0 in
-  the detection gap) instead of μ;
+  friction bound ``μ n0`` (``lagged_contact.lagged_normal_impulse``: the elastic normal impulse at φ0 with the
+  stiffness of the last step, whose Δt ``last_dt[0]`` holds, 0 before the first; 0 in the detection gap) instead
+  of μ;
 * with ``park = 1``, whether the contact is distant (``contact_is_distant`` at the step's start velocity
   ``v0``, its ``v_c0`` from the body twists, ``jacobian.body_chain_twists``): ``c_parked``, with ``γ = 0`` (the
   answer's impulse), ``c_vc = v_c0`` and what the check needs (frame, point, v̂, μ or a lagged row's bound 0, so
@@ -200,6 +201,7 @@ def contact_rows(
     park: int,
     lagged: int,
     # inputs
+    last_dt: wp.array(dtype=float),
     contact_count: wp.array(dtype=wp.int32),
     contact_shape0: wp.array(dtype=wp.int32),
     contact_shape1: wp.array(dtype=wp.int32),
@@ -364,9 +366,23 @@ def contact_rows(
         R = contact_compliance(k_pair, tau, dt, beta, sigma, w_norm / 3.0)
         c_R_out[c] = R
         if lagged == 1:  # friction bound μ n0, n0 the elastic normal impulse at the step's start penetration
-            c_param_out[c] = mu * lagged_normal_impulse(phi0, dt, tau, R[2])
+            R_n_last = R[2]  # the compliance of the last step, which left that penetration (0: none, this Δt)
+            dt_last = last_dt[0]
+            if dt_last > 0.0 and dt_last != dt:
+                R_n_last = contact_compliance(k_pair, tau, dt_last, beta, sigma, w_norm / 3.0)[2]
+            else:
+                dt_last = dt
+            c_param_out[c] = mu * lagged_normal_impulse(phi0, dt, dt_last, tau, R_n_last)
         c_nnz_out[c] = e
         if mode == ROWS_BUILD:
             c_vc_out[c] = vc_walk
         elif mode == ROWS_COMPLETE_UNPARKED:
             c_parked[c] = 0
+
+
+@wp.kernel
+def record_step_dt(dt: float, last_dt_out: wp.array(dtype=float)):
+    """``last_dt[0] = Δt`` [s] of the step just taken: the stiffness that left the next step's start penetrations
+    depends on it under the near-rigid cap, and the lagged friction bounds read it (``contact_rows``). On the device,
+    so that a replayed graph keeps it too."""
+    last_dt_out[0] = dt

@@ -77,6 +77,7 @@ from .contact_constraints import (
     contact_rows,
     contact_velocity_from_twists,
     first_parked_slot,
+    record_step_dt,
 )
 from .factorization import solve_tree_systems, sparse_matvec, uses_tree_ldlt
 from .jacobian import body_chain_twists, row_product, second_walk
@@ -1088,6 +1089,7 @@ class SapSolver:
         self.A_inv_diag = None  # the dynamics' 1/A_ii, given by each setup_constraints
         self.body_free_centripetal = None  # given by each setup_constraints (jacobian.offset_velocity)
         self.dt = 0.0  # the step's, given by each setup_constraints
+        self.last_dt = zeros(1)  # the last step's Δt [s] (record_step_dt; 0 before the first): lagged contacts
         self.uses_dense_worlds = topology.world_dense_size > 0  # some world has a dense n×n block of H
         self.A_world = zeros(max(topology.world_dense_size, 1))
         self.H = zeros(max(topology.world_dense_size, 1))
@@ -1295,6 +1297,7 @@ class SapSolver:
                     T.dof_parent, T.dof_tree, T.dof_body, model.gravity, model.body_world,
                 ],
                 "state": [
+                    self.last_dt,
                     contacts.rigid_contact_count, contacts.rigid_contact_shape0, contacts.rigid_contact_shape1,
                     contacts.rigid_contact_point0, contacts.rigid_contact_point1, contacts.rigid_contact_normal,
                     contacts.rigid_contact_margin0, contacts.rigid_contact_margin1,
@@ -1360,6 +1363,11 @@ class SapSolver:
             arrays = [self.no_contact_properties] * 3
         surface_velocity = getattr(contacts, "rigid_contact_surface_velocity", None)
         return [*arrays, self.no_surface_velocity if surface_velocity is None else surface_velocity]
+
+    def record_step_dt(self, dt: float) -> None:
+        """Keep the Δt [s] of the step just taken on the device (``last_dt``): the lagged contacts' friction bounds
+        of the next step take the stiffness that left their penetration from it."""
+        wp.launch(record_step_dt, dim=1, inputs=[dt], outputs=[self.last_dt], device=self.device)
 
     def _contact_rows(self, mode: int) -> None:
         """``contact_rows`` over this step's contact slots in ``mode`` (``ROWS_*``), with the inputs that

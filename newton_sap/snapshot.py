@@ -57,7 +57,8 @@ class SapSnapshot:
             kinematic bodies give it (their dofs have zero columns in ``contact_jacobian``, their mass-matrix rows
             are decoupled), the position update's ``R_WCᵀ (u_1 − u_0)`` (``jacobian.offset_velocity``) and a mesh's
             tangential surface velocity (``contact_constraints``).
-        contact_friction: Per world, (nc,) μ; with ``contact_approximation="lagged"`` the friction bound μ n0 [N·s].
+        contact_friction: Per world, (nc,) μ; with ``contact_approximation="lagged"`` the friction bound μ n0 [N·s]
+            (n0 with the stiffness of the solver's last step, ``lagged_contact.lagged_normal_impulse``).
         contact_impulse: Per world, (nc, 3) the solved impulses γ [N·s] in the contact frames.
         constraint_kind: Per world, (m,) the type of every constraint of the step (contacts, drives,
             limits, joint friction, mimic, loop closures; ``constraints.dispatch`` constants): the contacts

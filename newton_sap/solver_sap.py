@@ -413,6 +413,8 @@ class SolverSAP(newton.solvers.SolverBase):
                       inputs=[self.model.body_com, self._body_q, self._body_twist], outputs=[body_qdd],
                       device=self.model.device)  # fmt: skip
         self._integrate(state_in, state_out, dt, v)
+        if self.options.contact_approximation == "lagged":  # the stiffness that left the next step's penetrations
+            self._sap.record_step_dt(dt)
         if body_qdd is not None:
             wp.launch(mean_accelerations, dim=self.model.body_count, inputs=[dt, state_out.body_qd],
                       outputs=[body_qdd], device=self.model.device)  # fmt: skip

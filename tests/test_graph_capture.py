@@ -74,6 +74,11 @@ CASES = {
     "box stack, momentum mode": (lambda: box_on_ground(boxes=3), SLIDING_SPINNING * 3, {"momentum_mode": True}),
     "two quadrupeds under PD": (lambda: quadruped_pd(2), None, {}),
     "landing sphere pile, stiction predictions": (lambda: sphere_bin(10), None, {}),
+    "landing sphere pile, lagged contacts (their bounds read the last step's Δt on the device)": (
+        lambda: sphere_bin(10),
+        None,
+        {"contact_approximation": "lagged"},
+    ),
     "a parked contact acts in the third step (a retry inside the graph)": (
         lambda: one_model(pushed_spheres())[0],
         initial_qd(pushed_spheres()),

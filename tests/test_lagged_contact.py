@@ -13,7 +13,7 @@ from newton_sap.constraints.dispatch import (
 )
 from newton_sap.constraints.lagged_contact import lagged_normal_impulse
 
-from contact_scenes import G, Run, box_on_ground
+from contact_scenes import G, Run, box_on_ground, incline_gravity
 
 R = np.array([1e-3, 1e-3, 0.0253])  # [kg⁻¹] R_t, R_t, R_n
 V_HAT = np.array([0.01, -0.02, 0.0833])  # [m/s] a tangential part as a kinematic or conveyor surface gives
@@ -105,23 +105,26 @@ def test_impulse_and_hessian_are_derivatives_of_the_cost(region):
 def _normal_impulse(
     phi0: wp.array(dtype=float),
     dt: float,
+    last_dt: float,
     tau: float,
-    R_n: wp.array(dtype=float),
+    last_R_n: wp.array(dtype=float),
     out: wp.array(dtype=float),
 ):
     i = wp.tid()
-    out[i] = lagged_normal_impulse(phi0[i], dt, tau, R_n[i])
+    out[i] = lagged_normal_impulse(phi0[i], dt, last_dt, tau, last_R_n[i])
 
 
-def test_friction_bound_is_the_elastic_impulse_at_the_start_penetration():
-    """``n0 = Δt k x0`` [N·s] with the stiffness k behind R_n: the compliant ``R_n = 1 / (Δt k (Δt + τ_d))`` and a
-    near-rigid one (its k smaller than the contact's); 0 without penetration."""
+@pytest.mark.parametrize("last_dt", [0.01, 0.005, 0.02])
+def test_friction_bound_is_the_elastic_impulse_at_the_start_penetration(last_dt):
+    """``n0 = Δt k x0`` [N·s] with the stiffness k behind the last step's R_n (Δt_l = ``last_dt``): the compliant
+    ``R_n = 1 / (Δt_l k (Δt_l + τ_d))`` and a near-rigid one (its k smaller than the contact's); 0 without
+    penetration."""
     dt, tau = 0.01, 0.02
     k = np.array([3e5, 3e5, 3e5, 3e5, 2e3, 2e3])
-    R_n = 1.0 / (dt * k * (dt + tau))
+    R_n = 1.0 / (last_dt * k * (last_dt + tau))
     phi0 = np.array([-2e-3, -1e-5, 1e-3, 0.0, -2e-3, -4e-2])
     out = wp.zeros(len(phi0), dtype=float)
-    wp.launch(_normal_impulse, dim=len(phi0), inputs=[wp.array(phi0, dtype=float), dt, tau,
+    wp.launch(_normal_impulse, dim=len(phi0), inputs=[wp.array(phi0, dtype=float), dt, last_dt, tau,
                                                       wp.array(R_n, dtype=float)], outputs=[out])  # fmt: skip
     expected = dt * k * np.maximum(-phi0, 0.0)
     np.testing.assert_allclose(out.numpy(), expected, rtol=1e-5, atol=1e-12)
@@ -198,3 +201,31 @@ def test_resting_box_friction_bound_is_mu_m_g_dt(momentum_mode):
     assert abs(bound - mu * mass * G * dt) < 0.01 * mu * mass * G * dt
     assert abs(snap.contact_impulse[0][:, 2].sum() - mass * G * dt) < 0.01 * mass * G * dt
     assert np.abs(run.qd).max() < 1e-4
+
+
+@pytest.mark.parametrize("new_dt", [0.005, 0.02])
+def test_friction_bound_after_a_change_of_dt(new_dt):
+    """A 2 kg box rested at Δt = 0.01 (near-rigid contacts, whose compliance does not depend on Δt, so the resting
+    penetration scales with Δt (Δt + τ_d)), then a step at ``new_dt``: the bounds sum to ``μ m g Δt`` of the new step
+    within 1 % (from the last step's stiffness, ``SolverSAP`` keeps its Δt; with this step's they were 2.4 and 0.375
+    times that)."""
+    mu, mass = 0.4, 2.0
+    run = Run(box_on_ground(mu=mu, mass=mass), contact_approximation="lagged")
+    run.step(0.01, 100)
+    run.pipeline.collide(run.s0, run.contacts)
+    R_n_last = run.solver.snapshot(run.s0, dt=0.01, contacts=run.contacts).contact_compliance[0][:, 2]
+    snap = run.solver.snapshot(run.s0, dt=new_dt, contacts=run.contacts)
+    np.testing.assert_allclose(snap.contact_compliance[0][:, 2], R_n_last, rtol=1e-6)  # capped: the same R_n
+    bound = snap.contact_friction[0].sum()
+    assert abs(bound - mu * mass * G * new_dt) < 0.01 * mu * mass * G * new_dt
+
+
+def test_box_on_an_incline_holds_when_dt_doubles():
+    """A box sticking on a 20° incline (μ = 0.5, the grip needs 0.73 of the bound) stepped at Δt = 0.01, then 5 steps
+    at 0.02: it creeps 0.12 mm (SAP's cone 0.03 mm); with the bound from this step's stiffness (0.375 of m g Δt μ) it
+    slid 2.1 mm."""
+    run = Run(box_on_ground(mu=0.5, gravity=incline_gravity(20.0)), contact_approximation="lagged")
+    run.step(0.01, 100)
+    x0 = run.q[0]
+    run.step(0.02, 5)
+    assert abs(run.q[0] - x0) < 3e-4
