@@ -221,13 +221,14 @@ def make_solver(
 SOLVERS = ("SAP", "Featherstone", "MuJoCo")
 
 
-def sap_options(args) -> dict:
-    """``--sap KEY=VALUE`` pairs as ``SolverSAP`` keyword options (values parsed as Python literals)."""
+def sap_options(pairs: list[str], flag: str = "--sap") -> dict:
+    """``KEY=VALUE`` pairs (of the command-line option ``flag``) as ``SolverSAP`` keyword options (values parsed as
+    Python literals)."""
     options = {}
-    for item in args.sap:
+    for item in pairs:
         key, sep, value = item.partition("=")
         if not sep:
-            raise SystemExit(f"--sap expects KEY=VALUE, got {item!r}")
+            raise SystemExit(f"{flag} expects KEY=VALUE, got {item!r}")
         options[key] = ast.literal_eval(value)
     return options
 
@@ -370,7 +371,7 @@ def run_job(scene: str, worlds: int, name: str, model: newton.Model, probe, args
     steps = max(5, round(args.steps * SCENES[scene].steps_factor / math.sqrt(worlds)))
     rows = [Row(scene, worlds, dofs, name, args.dt, steps=steps)]
     try:
-        stepper = Stepper(name, model, scene, graph=args.graph, sap_options=sap_options(args))
+        stepper = Stepper(name, model, scene, graph=args.graph, sap_options=sap_options(args.sap))
         timed_run(stepper, rows[0], round(args.warmup / args.dt), scene, probe)
         if rows[0].sanity.exploded:
             rows.append(Row(scene, worlds, dofs, name, args.fallback_dt, steps=steps))
@@ -436,7 +437,7 @@ def stable_dt_sweep(args) -> dict[str, dict[float, str]]:
     for name in args.solvers:
         result[name] = {}
         try:
-            stepper = Stepper(name, model, args.sweep_scene, sap_options=sap_options(args))
+            stepper = Stepper(name, model, args.sweep_scene, sap_options=sap_options(args.sap))
         except Exception as exc:  # noqa: BLE001 - reported in the table
             result[name] = {dt: error_text(exc) for dt in args.sweep_dts}
             continue
@@ -488,7 +489,7 @@ def markdown(rows: list[Row], sweep: dict[str, dict[float, str]] | None, args, e
         f"- dt = {args.dt} s (rows marked otherwise: rerun at --fallback-dt after an explosion), warm-up "
         f"{args.warmup} s of simulated time, gravity {GRAVITY} m/s^2, total run time {elapsed:.0f} s",
         f"- steps: {'replayed Warp graphs (--graph)' if args.graph else 'launched kernel by kernel'}",
-        f"- SolverSAP options: {sap_options(args) or 'defaults'}",
+        f"- SolverSAP options: {sap_options(args.sap) or 'defaults'}",
         "",
     ]
     cols = [
@@ -554,7 +555,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default=None, help="also write the Markdown report to this file")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    sap_options(args)  # a malformed --sap stops here, before any work
+    sap_options(args.sap)  # a malformed --sap stops here, before any work
 
     wp.init()
     if args.worker:

@@ -17,7 +17,12 @@ and penetration, so an exploded run is not timed as a fast one.
 Usage::
 
     python benchmarks/bench_interleaved.py --scene boxes --worlds 1024 --solvers SAP Featherstone \\
-        --dt Featherstone=0.002 [--blocks 10] [--block-steps 10] [--warmup 0.5] [--device cpu]
+        --dt Featherstone=0.002 [--blocks 10] [--block-steps 10] [--warmup 0.5] [--device cpu] \\
+        [--sap-variant KEY=VALUE ...]
+
+``--sap-variant`` adds SolverSAP with those keyword options (Python literals) as one more solver, named ``SAP
+variant``, at SAP's dt: two configurations of SAP raced on one model (e.g. ``contact_approximation='lagged'``
+against the default, ``--solvers SAP``).
 """
 
 from __future__ import annotations
@@ -34,8 +39,13 @@ import warp as wp
 wp.config.log_level = wp.LOG_WARNING
 
 import newton  # noqa: E402
-from bench_contact import SCENES, SOLVERS, Stepper, build_model, sanity  # noqa: E402
+from bench_contact import SCENES, SOLVERS, Stepper, build_model, sanity, sap_options  # noqa: E402
 from common import cpu_name  # noqa: E402
+
+import newton_sap  # noqa: E402
+
+VARIANT = "SAP variant"
+"""Name of the solver that ``--sap-variant`` adds."""
 
 
 def parse_dts(pairs: list[str], solvers: list[str], default: float) -> dict[str, float]:
@@ -60,18 +70,27 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--block-steps", type=int, default=10, help="steps per timed block (default 10)")
     parser.add_argument("--warmup", type=float, default=0.5, help="untimed simulated seconds first (default 0.5)")
     parser.add_argument("--device", default="cpu", help="Warp device (default cpu)")
+    parser.add_argument(
+        "--sap-variant", nargs="+", default=[], metavar="KEY=VALUE", help="also SolverSAP with these options"
+    )
     args = parser.parse_args(argv)
     dts = parse_dts(args.dt, args.solvers, args.default_dt)
+    variant = sap_options(args.sap_variant, "--sap-variant")
+    if args.sap_variant:
+        dts[VARIANT] = dts.get("SAP", args.default_dt)
 
     wp.init()
     device = wp.get_device(args.device)
     model = build_model(args.scene, args.worlds, device)
     steppers = {name: Stepper(name, model, args.scene, graph=True) for name in args.solvers}
+    if args.sap_variant:
+        steppers[VARIANT] = Stepper("SAP", model, args.scene, graph=True, sap_options=variant)
     for name, stepper in steppers.items():
         stepper.reset()
         for _ in range(max(3, round(args.warmup / dts[name]))):  # one launched step, two captures, warm-up
             stepper.step(dts[name])
-    seconds = {name: [] for name in args.solvers}
+    seconds = {name: [] for name in steppers}
+    iterations = {name: [] for name in steppers}  # SolverSAP's: Newton iterations of each block's last step
     for _ in range(args.blocks):
         for name, stepper in steppers.items():
             wp.synchronize_device(device)
@@ -80,6 +99,8 @@ def main(argv: list[str] | None = None) -> None:
                 stepper.step(dts[name])
             wp.synchronize_device(device)
             seconds[name].append(time.perf_counter() - t0)
+            if isinstance(stepper.solver, newton_sap.SolverSAP):
+                iterations[name].append(np.mean(stepper.solver.stats.iterations))
 
     probe_pipeline = newton.CollisionPipeline(model)
     probe = (probe_pipeline, probe_pipeline.contacts())
@@ -87,16 +108,22 @@ def main(argv: list[str] | None = None) -> None:
     print(f"# `{shlex.join(['python', *sys.argv])}`")
     print(f"# {cpu_name()}, {platform.python_version()}, warp {wp.config.version}, device {device}")
     print(f"# {args.scene}, {args.worlds} worlds, {args.blocks} rounds of {args.block_steps} steps per solver")
+    if args.sap_variant:
+        print(f"# {VARIANT}: SolverSAP with {variant}")
     print()
-    print(f"| solver | dt [s] | median ms/step | fastest ms/step | env-steps/s over {first}'s | final state |")
-    print("|---|---:|---:|---:|---:|---|")
+    print(
+        f"| solver | dt [s] | median ms/step | fastest ms/step | env-steps/s over {first}'s | Newton iterations "
+        "(blocks' last steps) | final state |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---|")
     for name, stepper in steppers.items():
         per_step = 1e3 * np.array(seconds[name]) / args.block_steps
         ratio = np.array(seconds[first]) / np.array(seconds[name])
         state = sanity(args.scene, model, stepper.state, probe)
         print(
             f"| {name} | {dts[name]} | {np.median(per_step):.2f} | {per_step.min():.2f} | "
-            f"{np.median(ratio):.3f}x ({ratio.min():.3f}–{ratio.max():.3f}) | {state.text()} |"
+            f"{np.median(ratio):.3f}x ({ratio.min():.3f}–{ratio.max():.3f}) | "
+            f"{f'{np.mean(iterations[name]):.2f}' if iterations[name] else ''} | {state.text()} |"
         )
 
 
