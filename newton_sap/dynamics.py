@@ -202,12 +202,10 @@ def body_inertia_and_bias(
     joint_f_in: wp.array(dtype=float),
     dof_S_in: wp.array(dtype=wp.spatial_vector),
     tree_ref_in: wp.array(dtype=wp.vec3),
-    write_velocity_products: int,
     # outputs
     composite_inertia_out: wp.array(dtype=Inertia10),
     composite_force_out: wp.array(dtype=wp.spatial_vector),
     dof_S_tree_out: wp.array(dtype=wp.spatial_vector),
-    velocity_products_out: wp.array(dtype=wp.spatial_vector),
 ):
     """Per moving body, about its tree point r: the 10-number inertia ``I_b`` and the RNE bias wrench
     ``f_b = I_b Ā_b + V̄_b ×* I_b V̄_b − f_ext`` with ``Ā_b`` the bias acceleration shifted to r minus
@@ -225,9 +223,7 @@ def body_inertia_and_bias(
     else the COM (FREE, DISTANCE, a BALL joint on a dynamic parent: taken about its centre, a light parent's motion
     would make the body's O(Δt) torque act through its parallel-axis inertia, and such a body lost 16 % of its
     energy in 2 s where the COM keeps it within 3 %). A kinematic body keeps ``ω × I ω``: the wrench that holds it
-    to its prescribed spin. 0 gives the exact bias ``b(q, v)``. With ``write_velocity_products = 1`` also the
-    velocity-product part of ``f_b`` (:func:`velocity_product_wrench`, with the gyroscopic torque as ``f_b`` takes
-    it) into ``velocity_products_out`` (``coriolis="midpoint"``'s prediction)."""
+    to its prescribed spin. 0 gives the exact bias ``b(q, v)``."""
     k = wp.tid()
     b = tree_bodies[k]
     r = tree_ref_in[body_tree[b]]
@@ -250,12 +246,9 @@ def body_inertia_and_bias(
         b, X, c, I_com, omega, gyroscopic_dt, body_flags, body_parent, body_tree, body_mass, body_joint, joint_type,
         joint_X_c,
     )  # fmt: skip
-    gyroscopic = wp.vec3(0.0)
     if integrated == 1:
         gyroscopic = free_rotation_torque(I_pivot, omega, gyroscopic_dt) - wp.cross(omega, I_pivot * omega)
         f += wp.spatial_vector(gyroscopic, wp.vec3(0.0))
-    if write_velocity_products == 1:
-        velocity_products_out[b] = velocity_product_wrench(I10, V, A_bias) + wp.spatial_vector(gyroscopic, wp.vec3())
     if joint_type[j] == JOINT_FREE or joint_type[j] == JOINT_DISTANCE:
         s = joint_qd_start[j]
         fe = wp.vec3(joint_f_in[s], joint_f_in[s + 1], joint_f_in[s + 2])
@@ -291,12 +284,6 @@ def accumulate_composite(
     wp.atomic_add(composite_force, p, composite_force[b])
 
 
-VELOCITY_PRODUCTS_PREDICT = wp.constant(0)
-"""Mode of :func:`velocity_product_forces`: the step's velocity products at v0 (from :func:`body_inertia_and_bias`)."""
-VELOCITY_PRODUCTS_CORRECT = wp.constant(1)
-"""Mode: their change from v0 to the midpoint velocities ``v̄``, applied to τ and the composite forces."""
-
-
 @wp.kernel
 def velocity_product_changes(
     # model
@@ -319,14 +306,18 @@ def velocity_product_changes(
     body_bias_acc_in: wp.array(dtype=wp.spatial_vector),
     body_twist_mid_in: wp.array(dtype=wp.spatial_vector),
     body_bias_acc_mid_in: wp.array(dtype=wp.spatial_vector),
+    body_twist_delta_in: wp.array(dtype=wp.spatial_vector),
+    body_bias_acc_delta_in: wp.array(dtype=wp.spatial_vector),
     # outputs
     wrench_out: wp.array(dtype=wp.spatial_vector),
 ):
     """Per body of a tree of two or more bodies, about its tree point r, the change of its velocity-product wrench
-    ``w = I Ā + V̄ ×* I V̄`` (:func:`velocity_product_wrench`) from v0 (FK's twists and bias accelerations) to the
-    midpoint velocities v̄ (the ``_mid_in`` ones), ``SolverSAP._midpoint_velocity_products``; 0 in one-body trees.
-    Where the step integrates the body's gyroscopic torque over ``dt`` [s] (:func:`integrated_gyroscopic_inertia`)
-    that torque already spans the step: ``ω̄ × I_p ω̄ − ω × I_p ω`` is left out of the change."""
+    ``w = I Ā + V̄ ×* I V̄`` (:func:`velocity_product_wrench`, quadratic in the velocities) from v0 (FK's twists and
+    bias accelerations) to the midpoint velocities ``v̄ = v0 + δ`` (the ``_mid_in`` ones), linearized:
+    ``w(v̄) − w(v0) − w(δ)`` (the ``_delta_in`` twists and bias accelerations are δ's),
+    ``SolverSAP._midpoint_velocity_products``; 0 in one-body trees. Where the step integrates the body's gyroscopic
+    torque over ``dt`` [s] (:func:`integrated_gyroscopic_inertia`) that torque already spans the step: its part of
+    the change, ``g(ω̄) − g(ω) − g(ω_δ)`` with ``g(ω) = ω × I_p ω``, is left out."""
     k = wp.tid()
     b = tree_bodies[k]
     t = body_tree[b]
@@ -344,14 +335,22 @@ def velocity_product_changes(
     w_mid = velocity_product_wrench(
         I10, twist_shift(body_twist_mid_in[b], r - p), twist_shift(body_bias_acc_mid_in[b], r - p)
     )
-    change = w_mid - w
+    w_delta = velocity_product_wrench(
+        I10, twist_shift(body_twist_delta_in[b], r - p), twist_shift(body_bias_acc_delta_in[b], r - p)
+    )
+    change = w_mid - w - w_delta
     omega = wp.spatial_top(body_twist_in[b])
     integrated, I_pivot = integrated_gyroscopic_inertia(
         b, X, c, I_com, omega, dt, body_flags, body_parent, body_tree, body_mass, body_joint, joint_type, joint_X_c
     )
     if integrated == 1:
         omega_mid = wp.spatial_top(body_twist_mid_in[b])
-        gyroscopic = wp.cross(omega_mid, I_pivot * omega_mid) - wp.cross(omega, I_pivot * omega)
+        omega_delta = wp.spatial_top(body_twist_delta_in[b])
+        gyroscopic = (
+            wp.cross(omega_mid, I_pivot * omega_mid)
+            - wp.cross(omega, I_pivot * omega)
+            - wp.cross(omega_delta, I_pivot * omega_delta)
+        )
         change -= wp.spatial_vector(gyroscopic, wp.vec3(0.0))
     wrench_out[b] = change
 
@@ -368,20 +367,17 @@ def velocity_product_forces(
     dof_parent: wp.array(dtype=wp.int32),
     dof_body: wp.array(dtype=wp.int32),
     # inputs
-    mode: int,
     dof_S_tree_in: wp.array(dtype=wp.spatial_vector),
     # outputs
     wrench: wp.array(dtype=wp.spatial_vector),
-    rhs_out: wp.array(dtype=float),
     tau_out: wp.array(dtype=float),
     composite_force_out: wp.array(dtype=wp.spatial_vector),
 ):
-    """One thread per tree, bodies leaves → root (``tree_bodies`` lists parents first): each body's wrench
-    ``wrench`` (about the tree point, world axes) becomes its subtree sum ``W^c_b`` (read and updated in place),
-    then the joint-space forces ``−S̄_iᵀ W^c_b`` of its own joint's dofs (0 for a kinematic body's, outside the
-    problem): ``VELOCITY_PRODUCTS_PREDICT`` writes them to ``rhs_out`` (``−c(q, v0)``, the velocity products'
-    share of τ); ``VELOCITY_PRODUCTS_CORRECT`` adds them to ``tau_out`` and ``W^c_b`` to ``composite_force_out``
-    (the RNE composites that ``BODY_PARENT_F`` reads)."""
+    """One thread per tree, bodies leaves → root (``tree_bodies`` lists parents first): each body's wrench change
+    ``wrench`` (about the tree point, world axes; :func:`velocity_product_changes`) becomes its subtree sum
+    ``W^c_b`` (read and updated in place), added to ``composite_force_out`` (the RNE composites that
+    ``BODY_PARENT_F`` reads), and the joint-space forces ``−S̄_iᵀ W^c_b`` of its own joint's dofs (0 for a kinematic
+    body's, outside the problem) are added to ``tau_out``."""
     t = wp.tid()
     for k in range(tree_body_start[t + 1] - 1, tree_body_start[t] - 1, -1):
         b = tree_bodies[k]
@@ -390,8 +386,7 @@ def velocity_product_forces(
         if parent >= 0:
             if body_tree[parent] == t:
                 wrench[parent] = wrench[parent] + W
-        if mode == VELOCITY_PRODUCTS_CORRECT:
-            composite_force_out[b] = composite_force_out[b] + W
+        composite_force_out[b] = composite_force_out[b] + W
         kinematic = body_is_kinematic(b, body_flags)
         d = body_last_dof[b]
         while d >= 0:
@@ -400,11 +395,20 @@ def velocity_product_forces(
             force = -dot6(dof_S_tree_in[d], W)
             if kinematic == 1:
                 force = 0.0
-            if mode == VELOCITY_PRODUCTS_PREDICT:
-                rhs_out[d] = force
-            else:
-                tau_out[d] = tau_out[d] + force
+            tau_out[d] = tau_out[d] + force
             d = dof_parent[d]
+
+
+@wp.kernel
+def velocity_difference(
+    v_in: wp.array(dtype=float),
+    v_ref_in: wp.array(dtype=float),
+    # outputs
+    difference_out: wp.array(dtype=float),
+):
+    """``δ_i = v_i − v_ref,i``."""
+    i = wp.tid()
+    difference_out[i] = v_in[i] - v_ref_in[i]
 
 
 @wp.kernel

@@ -86,9 +86,10 @@ class SapOptions:
             loop inside a second conditional graph node; its re-sort allocates nothing, ``scan.py``, as
             CUDA graphs require there). True opts in on any device.
         coriolis: Where a step evaluates the Coriolis and centrifugal forces of trees of two or more bodies:
-            ``"midpoint"`` (default), at ``v̄ = v0 − ½ Δt A⁻¹ c(q, v0)`` (the explicit midpoint rule:
-            energy-consistent to O(Δt²), so a tumbling ragdoll stays within about 10 % of its energy at
-            Δt = 0.01 where the evaluation at v0 pumps it up; ``SolverSAP._midpoint_velocity_products``);
+            ``"midpoint"`` (default), at ``v̄ = v0 + ½ Δt A⁻¹ τ``, halfway to the free motion, linearized about v0
+            (the explicit midpoint rule: energy-consistent to O(Δt²), so a tumbling ragdoll stays within about
+            10 % of its energy at Δt = 0.01 where the evaluation at v0 pumps it up; at rest the explicit step;
+            ``SolverSAP._midpoint_velocity_products``);
             ``"explicit"``, at the step's v0, as semi-implicit Euler (Newton's Featherstone, MuJoCo's Euler and
             ``implicitfast`` integrators) takes them. One-body trees take them at v0 either way.
         contact_approximation: The contact model: ``"sap"`` (default), SAP's regularized friction cone, whose

@@ -200,7 +200,9 @@ class SolverSAP(newton.solvers.SolverBase):
         self._midpoint = o.coriolis == "midpoint" and bool(np.any(np.diff(topo.tree_body_start) >= 2))
         n_mid_b, n_mid_dof = (nb, ndof) if self._midpoint else (1, 1)
         self._v_mid = zeros(n_mid_dof)
-        self._mid_rhs = zeros(n_mid_dof)
+        self._v_delta = zeros(n_mid_dof)
+        self._delta_twist = zeros(n_mid_b, wp.spatial_vector)
+        self._delta_bias_acc = zeros(n_mid_b, wp.spatial_vector)
         self._mid_twist = zeros(n_mid_b, wp.spatial_vector)
         self._mid_bias_acc = zeros(n_mid_b, wp.spatial_vector)
         self._mid_wrench = zeros(n_mid_b, wp.spatial_vector)
@@ -648,9 +650,8 @@ class SolverSAP(newton.solvers.SolverBase):
                 model.gravity, self._body_gravcomp(), T.body_joint, model.joint_type, model.joint_qd_start,
                 model.joint_X_c, T.body_last_dof, T.dof_parent, T.dof_body, dt * step_terms, include_external,
                 self._body_q, self._body_twist, self._body_bias_acc, body_f, joint_f, self._dof_S, self._tree_ref,
-                int(self._midpoint and step_terms == 1),
             ],
-            outputs=[self._composite_inertia, self._composite_force, self._dof_S_tree, self._mid_wrench],
+            outputs=[self._composite_inertia, self._composite_force, self._dof_S_tree],
             device=device,
         )  # fmt: skip
         for level in reversed(T.body_levels):
@@ -683,55 +684,58 @@ class SolverSAP(newton.solvers.SolverBase):
             self._midpoint_velocity_products(dt)
 
     def _midpoint_velocity_products(self, dt: float) -> None:
-        """``coriolis="midpoint"``: the Coriolis and centrifugal forces of trees of two or more bodies taken at
-        ``v̄ = v0 − ½ Δt A⁻¹ c(q, v0)`` instead of v0, i.e. ``τ += c(q, v0) − c(q, v̄)`` (and the RNE composites
-        with it). This is the explicit midpoint (second-order Runge–Kutta) step of ``A v̇ = −c(q, v)`` at the
-        step's q: ``v̄ᵀ c(q, v̄) = ½ v̄ᵀ Ṁ v̄`` (the rest of c does no work), so the kinetic energy that c moves
-        within the step matches, to O(Δt²), the change of ``½ vᵀ M v`` as q moves; taken at v0 that work is off at
-        first order and fast-moving trees gain energy step after step (a ragdoll of ball joints ×5 in 2 s at
-        Δt = 0.01, as under MuJoCo's Euler integrators). A body's gyroscopic torque that the step already
-        integrates (:func:`~newton_sap.dynamics.free_rotation_torque`) is kept. At rest (v0 = 0) nothing changes.
-        Cost: the velocity products at v0, a solve with A for the prediction (in momentum mode too, where A is
-        otherwise never factored on its own; v*'s solve then reuses the tree LDLᵀ's factors), the twists and
-        products at v̄. One-body trees
-        keep theirs at v0 (their velocity products are the gyroscopic torque and, with a COM off the body origin,
-        its centripetal pull)."""
+        """``coriolis="midpoint"``: the Coriolis and centrifugal forces of trees of two or more bodies, ``c(q, v) =
+        C(v, v)`` (C symmetric and bilinear), taken at the midpoint velocities ``v̄ = v0 + δ``, ``δ = ½ Δt A⁻¹ τ``
+        (halfway to the free motion v*, with all of the step's forces in τ: gravity, applied, joint springs and
+        dampers, the velocity products at v0), linearized about v0: ``τ −= 2 C(v0, δ) = c(v̄) − c(v0) − c(δ)`` (and
+        the RNE composites with it). The explicit midpoint (second-order Runge–Kutta) step of ``A v̇ = τ(q, v)`` at
+        the step's q, up to ``C(δ, δ)`` = O(Δt²): ``v̄ᵀ c(q, v̄) = ½ v̄ᵀ Ṁ v̄`` (the rest of c does no work), so the
+        kinetic energy that c moves within the step matches, to O(Δt²), the change of ``½ vᵀ M v`` as q moves; taken
+        at v0 that work is off at first order and fast-moving trees gain energy step after step (a ragdoll of ball
+        joints ×5 in 2 s at Δt = 0.01, as under MuJoCo's Euler integrators). The prediction leaves out the
+        constraint impulses (contacts, drives, limits: unknown before the solve), so a robot held at rest by them
+        has a δ that sags under gravity; ``C(δ, δ)`` left out, its step is the explicit one bit for bit (with it, a
+        Panda held by Kp = 500 settled 8e-3 N·m off its 21 N·m of gravity torque). Until session 33 v̄ followed the
+        velocity products alone, ``v0 − ½ Δt A⁻¹ c(q, v0)``: under gravity it lagged the step's mean velocity by ``½
+        Δt A⁻¹ g``, and an undamped triple pendulum gained 32 % of its energy in 20 s at Δt = 0.01 (now −1 %). A
+        body's gyroscopic torque that the step already integrates (:func:`~newton_sap.dynamics.free_rotation_torque`)
+        is kept. Cost: a solve with A for the prediction (in momentum mode too, where A is otherwise never factored on
+        its own; v*'s solve then reuses the tree LDLᵀ's factors), the twists and products at v̄ and at δ. One-body
+        trees keep theirs at v0 (their velocity products are the gyroscopic torque and, with a COM off the body
+        origin, its centripetal pull)."""
         model, topo, T = self.model, self.topology, self._topo
         device = model.device
-        self._velocity_product_forces(dynamics.VELOCITY_PRODUCTS_PREDICT)  # body_inertia_and_bias's, at v0
-        self._free_motion(0.5 * dt, rhs=self._mid_rhs, out=self._v_mid)
-        wp.launch(
-            kinematics.branch_twists_and_bias,
-            dim=len(topo.branch_start) - 1,
-            inputs=[T.branch_start, T.branch_joints, model.joint_type, model.joint_parent, model.joint_child,
-                    model.joint_dof_dim, T.joint_dof_internal_start, model.body_flags, self._body_q, self._dof_S,
-                    self._v_mid],
-            outputs=[self._mid_twist, self._mid_bias_acc],
-            device=device,
-        )  # fmt: skip
+        self._free_motion(0.5 * dt, out=self._v_mid)
+        wp.launch(dynamics.velocity_difference, dim=topo.dof_count, inputs=[self._v_mid, self._v0],
+                  outputs=[self._v_delta], device=device)  # fmt: skip
+        for v, twist, bias in ((self._v_mid, self._mid_twist, self._mid_bias_acc),
+                               (self._v_delta, self._delta_twist, self._delta_bias_acc)):  # fmt: skip
+            wp.launch(
+                kinematics.branch_twists_and_bias,
+                dim=len(topo.branch_start) - 1,
+                inputs=[T.branch_start, T.branch_joints, model.joint_type, model.joint_parent, model.joint_child,
+                        model.joint_dof_dim, T.joint_dof_internal_start, model.body_flags, self._body_q, self._dof_S,
+                        v],
+                outputs=[twist, bias],
+                device=device,
+            )  # fmt: skip
         wp.launch(
             dynamics.velocity_product_changes,
             dim=len(topo.tree_bodies),
             inputs=[T.tree_bodies, T.tree_body_start, T.body_tree, T.body_parent, model.body_flags, model.body_mass,
                     model.body_com, model.body_inertia, T.body_joint, model.joint_type, model.joint_X_c, dt,
                     self._body_q, self._tree_ref, self._body_twist, self._body_bias_acc, self._mid_twist,
-                    self._mid_bias_acc],
+                    self._mid_bias_acc, self._delta_twist, self._delta_bias_acc],
             outputs=[self._mid_wrench],
             device=device,
         )  # fmt: skip
-        self._velocity_product_forces(dynamics.VELOCITY_PRODUCTS_CORRECT)
-
-    def _velocity_product_forces(self, mode: int) -> None:
-        """The per-body wrenches in ``_mid_wrench`` summed over subtrees and turned into joint forces
-        (``dynamics.velocity_product_forces``): the prediction's right-hand side, or τ's and the composites' change."""
-        T = self._topo
         wp.launch(
             dynamics.velocity_product_forces,
             dim=self.topology.tree_count,
             inputs=[T.tree_body_start, T.tree_bodies, T.body_tree, T.body_parent, self.model.body_flags,
-                    T.body_last_dof, T.dof_parent, T.dof_body, mode, self._dof_S_tree],
-            outputs=[self._mid_wrench, self._mid_rhs, self._tau, self._composite_force],
-            device=self.model.device,
+                    T.body_last_dof, T.dof_parent, T.dof_body, self._dof_S_tree],
+            outputs=[self._mid_wrench, self._tau, self._composite_force],
+            device=device,
         )  # fmt: skip
 
     def _kinematics(self, joint_q, joint_qd) -> None:

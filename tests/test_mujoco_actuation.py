@@ -297,8 +297,9 @@ def test_servos_move_an_arm_as_mujoco_does_to_first_order_in_dt():
     """An arm under gravity with an affine ``<general>`` servo (shoulder, ``ref`` 10°, an asymmetric force range), a
     ``<position>`` (elbow, gear 1.5) and a ``<velocity>`` servo (slide), imported with ``ctrl_direct=True`` so all
     three are driven by ctrl: after 0.4 s from rest the state differs from MuJoCo's (CPU build through SolverMuJoCo)
-    by O(Δt), SolverSAP's implicit position term against MuJoCo's explicit one: 1.01e-2 at Δt = 1 ms, half that at
-    0.5 ms (a wrong ref, gear or sign would leave an O(1) gap)."""
+    by O(Δt), SolverSAP's implicit position term (and midpoint Coriolis forces) against MuJoCo's explicit ones:
+    1.13e-2 at Δt = 1 ms (1.01e-2 with v̄ from the velocity products alone, until session 33), half that at 0.5 ms (a
+    wrong ref, gear or sign would leave an O(1) gap)."""
     model = mjcf_model(SERVO_ARM, ctrl_direct=True)
     gaps = []
     for dt in (1e-3, 5e-4):
@@ -310,7 +311,7 @@ def test_servos_move_an_arm_as_mujoco_does_to_first_order_in_dt():
             state = hold_ctrl(model, solver, [0.8, -0.5, 0.3], dt, round(0.4 / dt))
             states.append(np.concatenate([state.joint_q.numpy(), state.joint_qd.numpy()]))
         gaps.append(np.abs(states[0] - states[1]).max())
-    assert gaps[0] < 1.1e-2 and gaps[1] < 0.55 * gaps[0], gaps
+    assert gaps[0] < 1.2e-2 and gaps[1] < 0.55 * gaps[0], gaps
 
 
 def test_a_stiff_position_servo_holds_a_link_against_gravity():

@@ -72,8 +72,10 @@ def test_tree_ldlt_steps_match_the_dense_cholesky(monkeypatch, name):
         scale = 1.0 + np.abs(qd_dense).max()
         assert np.abs(qd_tree - qd_dense).max() < 2e-4 * scale
         assert np.abs(out_tree.joint_q.numpy() - out_dense.joint_q.numpy()).max() < 2e-6 * scale
-        # the stopping test may fall on either side of its tolerance by round-off: at most one iteration apart
-        assert np.abs(tree.stats.iterations - dense.stats.iterations).max() <= 1
+        # the stopping test (and the float32-floor stop, which waits for the residual to stop falling fourfold) may
+        # fall on either side of its tolerance by round-off: at most two iterations apart (one until session 33's
+        # midpoint velocities moved this trajectory onto a step where they differ by two), 5 % over the trajectory
+        assert np.abs(tree.stats.iterations - dense.stats.iterations).max() <= 2
         iterations += np.array([tree.stats.iterations.sum(), dense.stats.iterations.sum()])
         assert tree.stats.converged.all()
         if (tree.stats.num_contacts > 0).any() and (tree.stats.iterations > 0).any():
