@@ -148,21 +148,46 @@ def integrated_gyroscopic_inertia(
     body_joint: wp.array(dtype=wp.int32),
     joint_type: wp.array(dtype=wp.int32),
     joint_X_c: wp.array(dtype=wp.transform),
+    body_com: wp.array(dtype=wp.vec3),
+    body_inertia: wp.array(dtype=wp.mat33),
+    body_weld_start: wp.array(dtype=wp.int32),
+    body_welded: wp.array(dtype=wp.int32),
+    body_q: wp.array(dtype=wp.transform),
 ):
     """Whether body b (pose X, COM c [m], ``I_com`` [kg·m²] world axes, turning at ``omega`` [rad/s]) takes
     :func:`free_rotation_torque` over a step of ``gyroscopic_dt`` [s] in place of ``ω × I_p ω`` (1 or 0), and
-    ``I_p``, its rotational inertia about the point it turns about (rule: :func:`body_inertia_and_bias`)."""
+    ``I_p``, the rotational inertia about the point it turns about (rule: :func:`body_inertia_and_bias`) of b and
+    the bodies FIXED to it (``body_welded``, poses ``body_q``), which turn with it as one rigid body: the torque
+    of all of them is integrated at b, and theirs stays in their own products (in which ``ω × I_p ω`` of the group
+    cancels): a tumbling body split into a FREE root and a FIXED child (1 % of the inertia in the root) went NaN at
+    84 rad/s and Δt = 0.01 where the whole body stays within 4 % of its energy. A kinematic body in the group: 0."""
     j = body_joint[b]
     jtype = joint_type[j]
     if not (gyroscopic_dt * wp.length(omega) >= GYROSCOPIC_MIN_TURN) or body_is_kinematic(b, body_flags) == 1:
         return 0, I_com
     if jtype != JOINT_FREE and jtype != JOINT_DISTANCE and jtype != JOINT_BALL:
         return 0, I_com
+    mass = body_mass[b]
+    moment = mass * c
+    for k in range(body_weld_start[b], body_weld_start[b + 1]):
+        i = body_welded[k]
+        if body_is_kinematic(i, body_flags) == 1:
+            return 0, I_com
+        mass += body_mass[i]
+        moment += body_mass[i] * wp.transform_point(body_q[i], body_com[i])
     pivot = c
+    if mass > 0.0:
+        pivot = moment / mass  # the group's COM
     parent = body_parent[b]
     if jtype == JOINT_BALL and (parent < 0 or body_tree[parent] < 0 or body_is_kinematic(parent, body_flags) == 1):
         pivot = wp.transform_point(X, wp.transform_get_translation(joint_X_c[j]))  # the joint's centre, at rest
-    return 1, rotational_inertia_about(body_mass[b], c - pivot, I_com)
+    I_p = rotational_inertia_about(body_mass[b], c - pivot, I_com)
+    for k in range(body_weld_start[b], body_weld_start[b + 1]):
+        i = body_welded[k]
+        R = wp.quat_to_matrix(wp.transform_get_rotation(body_q[i]))
+        c_i = wp.transform_point(body_q[i], body_com[i])
+        I_p += rotational_inertia_about(body_mass[i], c_i - pivot, R * body_inertia[i] * wp.transpose(R))
+    return 1, I_p
 
 
 @wp.func
@@ -189,6 +214,8 @@ def body_inertia_and_bias(
     joint_type: wp.array(dtype=wp.int32),
     joint_qd_start: wp.array(dtype=wp.int32),
     joint_X_c: wp.array(dtype=wp.transform),
+    body_weld_start: wp.array(dtype=wp.int32),
+    body_welded: wp.array(dtype=wp.int32),
     body_last_dof: wp.array(dtype=wp.int32),
     dof_parent: wp.array(dtype=wp.int32),
     dof_body: wp.array(dtype=wp.int32),
@@ -244,7 +271,7 @@ def body_inertia_and_bias(
     omega = wp.spatial_top(body_twist_in[b])
     integrated, I_pivot = integrated_gyroscopic_inertia(
         b, X, c, I_com, omega, gyroscopic_dt, body_flags, body_parent, body_tree, body_mass, body_joint, joint_type,
-        joint_X_c,
+        joint_X_c, body_com, body_inertia, body_weld_start, body_welded, body_q_in,
     )  # fmt: skip
     if integrated == 1:
         gyroscopic = free_rotation_torque(I_pivot, omega, gyroscopic_dt) - wp.cross(omega, I_pivot * omega)
@@ -298,6 +325,8 @@ def velocity_product_changes(
     body_joint: wp.array(dtype=wp.int32),
     joint_type: wp.array(dtype=wp.int32),
     joint_X_c: wp.array(dtype=wp.transform),
+    body_weld_start: wp.array(dtype=wp.int32),
+    body_welded: wp.array(dtype=wp.int32),
     # inputs
     dt: float,
     body_q_in: wp.array(dtype=wp.transform),
@@ -341,8 +370,9 @@ def velocity_product_changes(
     change = w_mid - w - w_delta
     omega = wp.spatial_top(body_twist_in[b])
     integrated, I_pivot = integrated_gyroscopic_inertia(
-        b, X, c, I_com, omega, dt, body_flags, body_parent, body_tree, body_mass, body_joint, joint_type, joint_X_c
-    )
+        b, X, c, I_com, omega, dt, body_flags, body_parent, body_tree, body_mass, body_joint, joint_type, joint_X_c,
+        body_com, body_inertia, body_weld_start, body_welded, body_q_in,
+    )  # fmt: skip
     if integrated == 1:
         omega_mid = wp.spatial_top(body_twist_mid_in[b])
         omega_delta = wp.spatial_top(body_twist_delta_in[b])

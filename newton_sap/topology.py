@@ -85,6 +85,9 @@ class Topology:
     body_tree: np.ndarray  # [body] tree index, -1 for static bodies
     body_depth: np.ndarray  # [body] depth inside its tree (root = 0), -1 for static
     body_world: np.ndarray  # [body] world index (0 for global entities in one-world models)
+    body_weld_start: np.ndarray  # [body + 1] offsets into body_welded
+    body_welded: np.ndarray  # per body on a FREE, DISTANCE or BALL joint: the bodies FIXED to it (through FIXED
+    # joints only), which turn with it as one rigid body (the gyroscopic torque the step integrates)
     # joints
     joint_dof_internal_start: np.ndarray  # [joint] first internal dof of the joint
     joint_in_tree: np.ndarray  # [joint] 1 for tree joints, 0 for loop-closing joints
@@ -245,6 +248,19 @@ def build_topology(
         p = int(body_parent[b])
         (roots_world if p < 0 else children[p]).append(b)
     _check_acyclic(nb, body_parent, body_labels)
+
+    # --- welded groups: bodies FIXED to a body whose joint leaves its rotation free ------------------
+    body_weld_start = np.zeros(nb + 1, np.int32)
+    body_welded: list[int] = []
+    for b in range(nb):
+        if int(jtype[body_joint[b]]) in (JOINT_FREE, JOINT_DISTANCE, JOINT_BALL):
+            stack = list(children[b])
+            while stack:
+                c = stack.pop()
+                if int(jtype[body_joint[c]]) == JOINT_FIXED:
+                    body_welded.append(c)
+                    stack.extend(children[c])
+        body_weld_start[b + 1] = len(body_welded)
 
     # --- worlds -------------------------------------------------------------------------------------
     world_count = max(int(model.world_count), 1)
@@ -426,6 +442,8 @@ def build_topology(
         body_tree=body_tree,
         body_depth=body_depth,
         body_world=body_world.astype(np.int32),
+        body_weld_start=body_weld_start,
+        body_welded=np.asarray(body_welded, np.int32),
         joint_dof_internal_start=joint_dof_internal_start,
         joint_in_tree=np.isin(np.arange(nj), loop_joints, invert=True).astype(np.int32),
         loop_joints=np.asarray(loop_joints, np.int32),
@@ -548,7 +566,8 @@ def bucket_views(storage: wp.array, buckets: dict[int, np.ndarray], offsets: dic
 def to_device(topo: Topology, device) -> DeviceTopology:
     """Copy every index table of ``topo`` to ``device`` as int32 Warp arrays."""
     names = [
-        "body_joint", "body_parent", "body_tree", "body_world", "joint_dof_internal_start", "dof_public", "dof_joint",
+        "body_joint", "body_parent", "body_tree", "body_world", "body_weld_start", "body_welded",
+        "joint_dof_internal_start", "dof_public", "dof_joint",
         "dof_body", "dof_parent", "dof_depth", "dof_tree", "dof_row_start", "dof_dense_offset", "dof_local",
         "dof_coord", "dof_ball_quat", "dof_ball_axis", "tree_dof_start", "tree_dof_count", "tree_world",
         "tree_body_start", "tree_bodies", "world_dof_start", "branch_start", "branch_joints", "body_last_dof",
