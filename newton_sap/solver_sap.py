@@ -228,6 +228,13 @@ class SolverSAP(newton.solvers.SolverBase):
         self._scratch_body_qd = zeros(nb, wp.spatial_vector)
         self._subtree_wrench = zeros(nb, wp.spatial_vector)  # BODY_PARENT_F's sums (observables.py)
         self._static_tables(topo, device)
+        if len(topo.loop_joints) and self.ObservableKind.BODY_PARENT_F in model.get_requested_state_attributes():
+            warnings.warn(
+                "State.body_parent_f is requested, but SolverSAP does not compute joint wrenches for a model with "
+                "loop-closing joints (their wrenches act outside the tree joints' balance); steps fill it with NaN",
+                UserWarning,
+                stacklevel=2,
+            )
         self._sap = SapSolver(topo, self._topo, device, self.options, model.joint_dof_count)
         self._sap.read_equality_rows(model)
         self._dense_blocks_used = int(not self._tree_ldlt or self._sap.uses_pcg)  # free motion, PCG
@@ -404,6 +411,10 @@ class SolverSAP(newton.solvers.SolverBase):
         body_parent_f = self._observable_output(observables, self.ObservableKind.BODY_PARENT_F, state_out)
         if body_parent_f is not None:
             self._joint_wrench_accelerations(v, dt, state_in.body_f)
+        elif self.ObservableKind.BODY_PARENT_F not in self.supported_observables:
+            unsupported = getattr(state_out, self.ObservableKind.BODY_PARENT_F, None)
+            if unsupported is not None:  # allocated but not computed (loop joints): never an earlier step's values
+                unsupported.fill_(float("nan"))
         if sap_runs:
             self._write_contact_forces(contacts, dt, observables, body_parent_f is not None)
         if body_parent_f is not None:

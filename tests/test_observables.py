@@ -2,6 +2,8 @@
 (each body's mean acceleration over the step) and ``BODY_PARENT_F`` (the wrench through each body's tree joint),
 checked against statics, free fall, Newton's own forward kinematics, Newton's contact sensor and MuJoCo."""
 
+import warnings
+
 import newton
 import numpy as np
 import pytest
@@ -36,6 +38,24 @@ def swinging_chain():
     b = newton.ModelBuilder()
     inertia = wp.mat33(1e-2, 0, 0, 0, 2e-2, 0, 0, 0, 3e-2)
     parent, joints = -1, []
+    for k in range(3):
+        link = b.add_link(mass=1.0, com=wp.vec3(0.2, 0.05, 0.0), inertia=inertia)
+        xform = wp.transform((0.4 if k else 0.0, 0.0, 0.0), wp.quat_identity())
+        joints.append(b.add_joint_revolute(parent, link, parent_xform=xform, axis=(0.0, 1.0, 0.3 * k)))
+        parent = link
+    b.add_articulation(joints)
+    return b.finalize()
+
+
+def swinging_chain_on_a_welded_base():
+    """:func:`swinging_chain` hung from a 2 kg base welded to the world (a static body outside the trees, which
+    receives the chain's wrench), with a ground plane under it."""
+    b = newton.ModelBuilder()
+    b.add_ground_plane()
+    inertia = wp.mat33(1e-2, 0, 0, 0, 2e-2, 0, 0, 0, 3e-2)
+    base = b.add_link(mass=2.0, com=wp.vec3(0.0, 0.0, 0.1), inertia=inertia)
+    joints = [b.add_joint_fixed(-1, base, parent_xform=wp.transform((0.0, 0.0, 2.0), wp.quat_identity()))]
+    parent = base
     for k in range(3):
         link = b.add_link(mass=1.0, com=wp.vec3(0.2, 0.05, 0.0), inertia=inertia)
         xform = wp.transform((0.4 if k else 0.0, 0.0, 0.0), wp.quat_identity())
@@ -176,19 +196,23 @@ def test_observables_replay_from_a_graph():
             run.solver.step(a, b, None, run.contacts, DT, observables=run.observables)
 
     kinds = {KINDS.CONTACT_F, KINDS.BODY_QDD, KINDS.BODY_PARENT_F}
-    launched, captured = (Run(stack(), observe=kinds) for _ in range(2))
-    for run in (launched, captured):
-        run.s0.joint_qd.assign(np.array([0.3, 0.0, 0.0, 0.0, 0.0, 0.5] * 2, np.float32))
-        two_steps(run)  # launched first: the first step sizes the solver's buffers
-    with wp.ScopedCapture(device=captured.model.device) as capture:
-        two_steps(captured)
-    for _ in range(3):
-        two_steps(launched)
-        wp.capture_launch(capture.graph)
-        for name in ("contact_f", "body_qdd", "body_parent_f"):
-            replayed, stepped = (getattr(run.observables, name).numpy() for run in (captured, launched))
-            assert np.abs(stepped).max() > (1.0 if name != "body_parent_f" else 1e-6)  # free boxes: a residual
-            np.testing.assert_array_equal(replayed, stepped, err_msg=name)
+    for build, qd0, smallest in (
+        (stack, [0.3, 0.0, 0.0, 0.0, 0.0, 0.5] * 2, (1.0, 1.0, 1e-6)),  # free boxes: a residual parent wrench
+        (swinging_chain_on_a_welded_base, [2.0, -3.0, 4.0], (0.0, 1.0, 1.0)),  # no contacts; hinge reactions
+    ):
+        launched, captured = (Run(build(), observe=kinds) for _ in range(2))
+        for run in (launched, captured):
+            run.s0.joint_qd.assign(np.array(qd0, np.float32))
+            two_steps(run)  # launched first: the first step sizes the solver's buffers
+        with wp.ScopedCapture(device=captured.model.device) as capture:
+            two_steps(captured)
+        for _ in range(3):
+            two_steps(launched)
+            wp.capture_launch(capture.graph)
+            for name, least in zip(("contact_f", "body_qdd", "body_parent_f"), smallest, strict=True):
+                replayed, stepped = (getattr(run.observables, name).numpy() for run in (captured, launched))
+                assert np.abs(stepped).max() >= least, name
+                np.testing.assert_array_equal(replayed, stepped, err_msg=name)
 
 
 def test_parent_wrenches_match_mujoco_on_a_swinging_chain():
@@ -292,7 +316,9 @@ def test_free_bodies_receive_no_parent_wrench():
 
 def test_parent_wrench_is_not_offered_with_loop_joints():
     """Loop-closing joints act on bodies outside the tree joints' balance: such a model does not offer
-    ``BODY_PARENT_F`` (Newton refuses the request), the other observables stay."""
+    ``BODY_PARENT_F`` (Newton refuses the request), the other observables stay; a deprecated
+    ``State.body_parent_f`` requested from the model is named in a warning and filled with NaN by every step, never
+    left with earlier values (it kept them before: a helper review)."""
     b = newton.ModelBuilder(gravity=(0.0, 0.0, 0.0))
     inertia = wp.mat33(1e-2, 0, 0, 0, 1e-2, 0, 0, 0, 1e-2)
     first = b.add_link(mass=1.0, inertia=inertia)
@@ -302,10 +328,20 @@ def test_parent_wrench_is_not_offered_with_loop_joints():
                                  axis=(0, 0, 1))]  # fmt: skip
     b.add_articulation(tree)
     b.add_joint_ball(-1, second, parent_xform=wp.transform((0.5, 0, 0), wp.quat_identity()))  # closes a loop
-    solver = newton_sap.SolverSAP(b.finalize())
+    model = b.finalize()
+    solver = newton_sap.SolverSAP(model)
     assert solver.supported_observables == {KINDS.CONTACT_F, KINDS.BODY_QDD}
     with pytest.raises(ValueError, match="does not support"):
         solver.observables({KINDS.BODY_PARENT_F})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # Newton's: request observables instead
+        model.request_state_attributes(KINDS.BODY_PARENT_F)
+    with pytest.warns(UserWarning, match="body_parent_f"):
+        solver = newton_sap.SolverSAP(model)
+    state, out = model.state(), model.state()
+    out.body_parent_f.fill_(123.0)
+    solver.step(state, out, None, None, DT)
+    assert np.isnan(out.body_parent_f.numpy()).all()
 
 
 def test_parent_wrenches_of_welded_bodies_match_mujoco():
