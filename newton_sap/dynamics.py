@@ -340,18 +340,19 @@ def velocity_product_changes(
     # outputs
     wrench_out: wp.array(dtype=wp.spatial_vector),
 ):
-    """Per body of a tree of two or more bodies, about its tree point r, the change of its velocity-product wrench
-    ``w = I Ā + V̄ ×* I V̄`` (:func:`velocity_product_wrench`, quadratic in the velocities) from v0 (FK's twists and
-    bias accelerations) to the midpoint velocities ``v̄ = v0 + δ`` (the ``_mid_in`` ones), linearized:
-    ``w(v̄) − w(v0) − w(δ)`` (the ``_delta_in`` twists and bias accelerations are δ's),
-    ``SolverSAP._midpoint_velocity_products``; 0 in one-body trees. Where the step integrates the body's gyroscopic
-    torque over ``dt`` [s] (:func:`integrated_gyroscopic_inertia`) that torque already spans the step: its part of
-    the change, ``g(ω̄) − g(ω) − g(ω_δ)`` with ``g(ω) = ω × I_p ω``, is left out."""
+    """Per body of an articulated tree (``topology.articulated_trees``), about its tree point r, the change of its
+    velocity-product wrench ``w = I Ā + V̄ ×* I V̄`` (:func:`velocity_product_wrench`, quadratic in the velocities)
+    from v0 (FK's twists and bias accelerations) to the midpoint velocities ``v̄ = v0 + δ`` (the ``_mid_in`` ones),
+    linearized: ``w(v̄) − w(v0) − w(δ)`` (the ``_delta_in`` twists and bias accelerations are δ's),
+    ``SolverSAP._midpoint_velocity_products``; 0 in a tree that moves as one rigid body. Where the step integrates the
+    body's gyroscopic torque over ``dt`` [s] (:func:`integrated_gyroscopic_inertia`) that torque already spans the
+    step: its part of the change, ``g(ω̄) − g(ω) − g(ω_δ)`` with ``g(ω) = ω × I_p ω``, is left out."""
     k = wp.tid()
     b = tree_bodies[k]
     t = body_tree[b]
-    if tree_body_start[t + 1] - tree_body_start[t] < 2:
-        wrench_out[b] = wp.spatial_vector()
+    root = tree_bodies[tree_body_start[t]]
+    if body_weld_start[root + 1] - body_weld_start[root] == tree_body_start[t + 1] - tree_body_start[t] - 1:
+        wrench_out[b] = wp.spatial_vector()  # one rigid body (alone, or with all the others welded to it)
         return
     r = tree_ref_in[t]
     X = body_q_in[b]

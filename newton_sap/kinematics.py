@@ -188,6 +188,7 @@ def forward_kinematics(
     joint_qd_start: wp.array(dtype=wp.int32),
     joint_dof_internal_start: wp.array(dtype=wp.int32),
     body_com: wp.array(dtype=wp.vec3),
+    body_pivot_M: wp.array(dtype=wp.vec3),
     body_flags: wp.array(dtype=wp.int32),
     # inputs
     write_public: int,
@@ -210,9 +211,10 @@ def forward_kinematics(
     as the position update forms it (``integration``), so the round trip adds no velocity.
 
     ``body_free_centripetal_out[b] = Σ R_WF (ω × (ω × r))`` over the FREE/DISTANCE joints on b's chain (ω the
-    joint's angular velocity, r its child's COM − M, both in F; kinematic bodies' joints left out). The position
-    update moves a FREE joint's COM (``integration``), so every point of its child's subtree moves Δt times this
-    faster than its Jacobian velocity ``J v``, a translation (up to the rotation's own centripetal term about the
+    joint's angular velocity, r its pivot − M, both in F, the pivot the COM of its child and the bodies welded to
+    it, ``body_pivot_M`` in M; kinematic bodies' joints left out). The position update moves a FREE joint's pivot
+    (``integration``), so every point of its child's subtree moves Δt times this faster than its Jacobian velocity
+    ``J v``, a translation (up to the rotation's own centripetal term about the
     COM, which does not depend on where the origin lies): the constraint rows take it into their bias velocity
     (``jacobian.offset_velocity``).
 
@@ -249,11 +251,13 @@ def forward_kinematics(
         p_P = wp.transform_get_translation(X_WP)
         c_off = wp.transform_vector(X_WC, body_com[child])  # COM − origin, world
         r_F = wp.vec3(0.0)  # a FREE (DISTANCE) joint's COM − M, in F
+        pivot_F = wp.vec3(0.0)  # and its pivot − M (the COM of its body and the bodies welded to it)
         if jtype == JOINT_FREE or jtype == JOINT_DISTANCE:
             # from the joint's own rotation, bit for bit as the position update forms it (integration): at rest
             # r0 − q1 r_M there is exactly 0, and world positions far from the origin cancel no digits
             r_M = wp.transform_point(wp.transform_inverse(joint_X_c[j]), body_com[child])
             r_F = wp.quat_rotate(wp.transform_get_rotation(X_j), r_M)
+            pivot_F = wp.quat_rotate(wp.transform_get_rotation(X_j), body_pivot_M[child])
 
         V_parent = twist_shift(V_P, p_C - p_P)
         A = twist_shift(A_P, p_C - p_P)
@@ -284,7 +288,7 @@ def forward_kinematics(
         U = U_P
         if (jtype == JOINT_FREE or jtype == JOINT_DISTANCE) and screw == 0:
             w_F = wp.vec3(qd_src[d0], qd_src[d0 + 1], qd_src[d0 + 2])
-            U = U + R_WF * free_com_centripetal(w_F, r_F)
+            U = U + R_WF * free_com_centripetal(w_F, pivot_F)
 
         if write_public == 1:
             public_body_q_out[child] = X_WC
@@ -371,3 +375,41 @@ def flag_changed(
         if qd[i] != key_qd[i]:
             changed_out[0] = 1
             return
+
+
+@wp.kernel
+def free_joint_pivots(
+    # model
+    body_joint: wp.array(dtype=wp.int32),
+    body_parent: wp.array(dtype=wp.int32),
+    body_weld_start: wp.array(dtype=wp.int32),
+    body_welded: wp.array(dtype=wp.int32),
+    joint_type: wp.array(dtype=wp.int32),
+    joint_X_p: wp.array(dtype=wp.transform),
+    joint_X_c: wp.array(dtype=wp.transform),
+    body_mass: wp.array(dtype=float),
+    body_com: wp.array(dtype=wp.vec3),
+    # outputs
+    body_pivot_M_out: wp.array(dtype=wp.vec3),
+):
+    """Per body b, in its joint's child frame M [m]: the COM of b and the bodies FIXED to it
+    (``topology.body_welded``; their poses relative to b are ``X_p X_c⁻¹`` along the FIXED joints between), about
+    which the position update turns a FREE or DISTANCE joint (``integration``) and whose centripetal term the rows
+    take (:func:`forward_kinematics`); b's own COM for a body with nothing welded to it, or no mass."""
+    b = wp.tid()
+    mass = body_mass[b]
+    moment = mass * body_com[b]
+    for k in range(body_weld_start[b], body_weld_start[b + 1]):
+        i = body_welded[k]
+        X = wp.transform_identity()  # i's pose in b's frame
+        x = i
+        while x != b:
+            j = body_joint[x]
+            X = joint_X_p[j] * wp.transform_inverse(joint_X_c[j]) * X
+            x = body_parent[x]
+        mass += body_mass[i]
+        moment += body_mass[i] * wp.transform_point(X, body_com[i])
+    pivot = body_com[b]
+    if body_weld_start[b + 1] > body_weld_start[b] and mass > 0.0:
+        pivot = moment / mass
+    body_pivot_M_out[b] = wp.transform_point(wp.transform_inverse(joint_X_c[body_joint[b]]), pivot)

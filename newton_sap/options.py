@@ -85,13 +85,14 @@ class SapOptions:
             the CPU; off on CUDA devices until it is checked and timed on a GPU (the retry runs the Newton
             loop inside a second conditional graph node; its re-sort allocates nothing, ``scan.py``, as
             CUDA graphs require there). True opts in on any device.
-        coriolis: Where a step evaluates the Coriolis and centrifugal forces of trees of two or more bodies:
+        coriolis: Where a step evaluates the Coriolis and centrifugal forces of articulated trees:
             ``"midpoint"`` (default), at ``v̄ = v0 + ½ Δt A⁻¹ τ``, halfway to the free motion, linearized about v0
             (the explicit midpoint rule: energy-consistent to O(Δt²), so a tumbling ragdoll stays within about
             10 % of its energy at Δt = 0.01 where the evaluation at v0 pumps it up; at rest the explicit step;
             ``SolverSAP._midpoint_velocity_products``);
             ``"explicit"``, at the step's v0, as semi-implicit Euler (Newton's Featherstone, MuJoCo's Euler and
-            ``implicitfast`` integrators) takes them. One-body trees take them at v0 either way.
+            ``implicitfast`` integrators) takes them. A tree that moves as one rigid body (one body, or bodies
+            FIXED to a FREE, DISTANCE or BALL root) takes them at v0 either way.
         contact_approximation: The contact model: ``"sap"`` (default), SAP's regularized friction cone, whose
             projection couples the normal impulse to the slip, so that a sliding contact separates at about
             ``μ ‖v_t‖`` (a box slid at 2 m/s with μ = 0.5 hops centimetres); ``"lagged"``, the same compliant

@@ -35,7 +35,7 @@ class SapSnapshot:
         tau: The step's right-hand side ``joint_f + Jᵀ body_f − b − D v0 − K (q0 + Δt v0 − q_rest)`` (``joint_f``
             with the MuJoCo motors' forces, ``mujoco_actuation``; ``b`` with the gyroscopic torques of freely turning
             bodies integrated over Δt, ``dynamics.free_rotation_torque``, and, with ``coriolis="midpoint"``, the
-            velocity products of trees of two or more bodies taken at the midpoint velocities
+            velocity products of articulated trees taken at the midpoint velocities
             ``SolverSAP._midpoint_velocity_products``, so it depends on ``dt`` and differs from ``bias`` there)
             [N, N·m] (D, K: joint damping and stiffness; K acts on scalar coordinates and BALL joints).
         v_star: Free-motion velocity ``v0 + Δt (M + Δt D + Δt² K)⁻¹ τ − Δt Ṫ q̇_int`` (public convention at ``q0``;

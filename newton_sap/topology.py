@@ -166,6 +166,15 @@ def scalar_tree_dofs(model, topo: Topology) -> np.ndarray:
     return scalar
 
 
+def articulated_trees(topo: Topology) -> np.ndarray:
+    """Per tree, whether it moves as more than one rigid body: not a lone body, nor a body on a FREE, DISTANCE or
+    BALL joint with every other body of the tree FIXED to it (``body_welded``). The midpoint rule of the velocity
+    products applies to these (``dynamics.velocity_product_changes``)."""
+    roots = topo.tree_bodies[topo.tree_body_start[:-1]]
+    welded = topo.body_weld_start[roots + 1] - topo.body_weld_start[roots]
+    return welded != np.diff(topo.tree_body_start) - 1
+
+
 def ball_tree_dofs(model, topo: Topology) -> np.ndarray:
     """Per Newton dof of ``model``, whether it is a dof of a BALL tree joint: drives, joint friction and joint stiffness
     act on those too (``joint_constraints``, ``dynamics.mass_matrix_rows``), limits do not."""

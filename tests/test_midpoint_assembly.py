@@ -1,5 +1,6 @@
 """``coriolis="midpoint"`` on every joint type: the change the step makes to τ is the linearized velocity products
-``c(v0 + δ) − c(v0) − c(δ)`` (the bias of the solver's exact RNE, ``step_terms=0``, at those velocities), less the
+``c(v0 + δ) − c(v0) − c(δ)`` (the bias of the solver's exact RNE, ``step_terms=0``, at those velocities; none in a
+tree that moves as one rigid body, ``topology.articulated_trees``), less the
 part that a body's integrated gyroscopic torque already spans, ``g(ω̄) − g(ω0) − g(ω_δ)`` with ``g(ω) = ω × I_p ω``
 of its welded group (recomputed here in NumPy: membership, pivot, inertia about it); kinematic dofs unchanged. The
 float64 one-step rule of ``test_coriolis_midpoint.py`` covers hinges and D6 joints only, without welded groups."""
@@ -11,7 +12,7 @@ import warp as wp
 import newton_sap
 from newton_sap.diagnostics import quat_to_matrix
 from newton_sap.snapshot import _velocity_maps
-from newton_sap.topology import JOINT_BALL, JOINT_DISTANCE, JOINT_FREE
+from newton_sap.topology import JOINT_BALL, JOINT_DISTANCE, JOINT_FREE, articulated_trees
 
 import random_trees
 
@@ -55,6 +56,9 @@ def scene(seed):
         b.add_joint_ball(-1, a, parent_xform=at(1, 1, 1)), b.add_joint_fixed(a, a2, parent_xform=at(0, 0.1, -0.2)),
         b.add_joint_revolute(a2, a3, parent_xform=at(0, 0, -0.3), axis=(1, 0, 0)),
     ])  # fmt: skip
+    w1 = b.add_link(mass=0.01, inertia=diag(1e-4, 2e-4, 2e-4))  # a nearly massless root and its welded body
+    w2 = b.add_link(mass=2.0, com=wp.vec3(0.2, 0, 0), inertia=diag(0.02, 0.08, 0.09))
+    b.add_articulation([b.add_joint_free(w1), b.add_joint_fixed(w1, w2, parent_xform=at(0, 0.1, 0))])
     k = b.add_link(mass=3.0, inertia=diag(0.1, 0.1, 0.1), is_kinematic=True)
     k1 = b.add_link(mass=1.0, com=wp.vec3(0, 0, -0.2), inertia=diag(0.01, 0.01, 0.002))
     k2 = b.add_link(mass=1.0, com=wp.vec3(0.2, 0, 0), inertia=diag(0.01, 0.02, 0.012))
@@ -71,7 +75,7 @@ def scene(seed):
 
 
 def integrated_gyroscopic_changes(model, solver, delta):
-    """Per internal dof, ``Σ S_ωᵀ (g(ω̄) − g(ω0) − g(ω_δ))`` over the bodies of trees of two or more bodies whose
+    """Per internal dof, ``Σ S_ωᵀ (g(ω̄) − g(ω0) − g(ω_δ))`` over the bodies of articulated trees whose
     gyroscopic torque the step integrates (FREE, DISTANCE or BALL joint, turning ≥ 1e-3 rad per step, not
     kinematic), ``I_p`` that of the body and the bodies FIXED to it about their COM (a BALL joint to the world,
     a static or kinematic body: about the joint's centre)."""
@@ -82,7 +86,7 @@ def integrated_gyroscopic_changes(model, solver, delta):
     kinematic = (model.body_flags.numpy() & int(newton.BodyFlags.KINEMATIC)) != 0
     jtype, X_c = model.joint_type.numpy(), model.joint_X_c.numpy().astype(np.float64)
     mass, com, inertia = model.body_mass.numpy(), model.body_com.numpy(), model.body_inertia.numpy()
-    tree_sizes = np.diff(topo.tree_body_start)
+    articulated = articulated_trees(topo)
 
     def point(b, p):
         return body_q[b, :3] + quat_to_matrix(body_q[b, 3:]) @ p
@@ -99,7 +103,7 @@ def integrated_gyroscopic_changes(model, solver, delta):
     for b in range(model.body_count):
         j = topo.body_joint[b]
         omega = twist[b, :3]
-        if topo.body_tree[b] < 0 or tree_sizes[topo.body_tree[b]] < 2 or kinematic[b]:
+        if topo.body_tree[b] < 0 or not articulated[topo.body_tree[b]] or kinematic[b]:
             continue
         if jtype[j] not in (JOINT_FREE, JOINT_DISTANCE, JOINT_BALL) or DT * np.linalg.norm(omega) < 1e-3:
             continue
@@ -152,6 +156,7 @@ def midpoint_change_error(seed):
         return -reference._tau.numpy().astype(np.float64)
 
     products = bias(v0 + delta) - bias(v0) - bias(delta) + bias(np.zeros_like(v0))
+    products[~articulated_trees(explicit.topology)[explicit.topology.dof_tree]] = 0.0  # one rigid body: at v0
     gyroscopic, integrated = integrated_gyroscopic_changes(model, explicit, delta)
     tau = explicit._tau.numpy().astype(np.float64)
     expected = tau - products + gyroscopic

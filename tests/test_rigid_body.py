@@ -258,13 +258,13 @@ def welded_body(inertia, root_share, offset, mass=2.0):
 
 def test_welded_bodies_tumble_as_one():
     """A body tumbling near its middle axis at 42 rad/s (Δt|ω| = 0.42), 300 steps of 10 ms, made of a FREE root and
-    a FIXED child: the step integrates the gyroscopic torque of both about their common COM, so with coincident COMs
-    (a root of 1 % or half the inertia) ω follows the whole body's to 1e-3 of |ω| and its energy stays within 1 %,
-    as the whole body's does (0.5 %; with the root's own inertia integrated and the child's torque explicit, they
-    ended 61 % and 7 % above it with ω turned away, and NaN at 84 rad/s); a 10 % child 5 cm off the pair's COM keeps
-    it within 1 % (+3.4 % before). The position update still turns the root about its own COM, not the pair's: a
-    10 % child 20 cm off gains 4.9 % here (19 % before), a half-and-half pair 5 cm apart 14 % (35 % before); at
-    20 rad/s they lose 2 and 3 %; a nearly massless root with a far child gains more than before (README)."""
+    a FIXED child: the step integrates the gyroscopic torque of both about their common COM, the position update
+    turns the root about it too, and the pair keeps its velocity products at v0 as one body does. With coincident
+    COMs (a root of 1 % or half the inertia) ω follows the whole body's to 1e-3 of |ω|; the energy stays within
+    1.5 % in every case, also for a nearly massless root 20 cm from its child's COM (measured: at most 1.0 %, the
+    whole body 0.4 %). Before session 33 the root's own inertia was integrated and the child's torque explicit: +61
+    % and +7 % with coincident COMs, NaN at 84 rad/s; with the group's torque but the root turned about its own COM
+    and the midpoint rule on the pair, a 0.05 % root 20 cm off gained 114 %."""
     inertia = [0.01, 0.04, 0.05]
     qd0 = [0.0, 0.0, 0.0, *(np.array([0.3, 1.0, 0.05]) * 40.0)]
 
@@ -276,10 +276,10 @@ def test_welded_bodies_tumble_as_one():
 
     whole = run(free_body(inertia))
     omega_whole = np.array([r[1] for r in whole])
-    for share, offset in ((0.01, 0.0), (0.5, 0.0), (0.9, 0.05)):
+    for share, offset in ((0.01, 0.0), (0.5, 0.0), (0.9, 0.05), (0.9, 0.2), (0.5, 0.05), (0.0005, 0.2)):
         split = run(welded_body(inertia, share, offset))
         E = np.array([r[0] for r in split])
-        assert np.abs(E / E[0] - 1.0).max() < 1e-2, (share, offset, E.min() / E[0], E.max() / E[0])
+        assert np.abs(E / E[0] - 1.0).max() < 1.5e-2, (share, offset, E.min() / E[0], E.max() / E[0])
         if offset == 0.0:
             omega = np.array([r[1] for r in split])
             assert np.abs(omega - omega_whole).max() < 1e-3 * np.linalg.norm(qd0), (
