@@ -37,9 +37,10 @@ def free_com_centripetal(w: wp.vec3, r: wp.vec3):
 
 @wp.func
 def free_com_velocity_after_step(v_m1: wp.vec3, w1: wp.vec3, w0: wp.vec3, r0: wp.vec3, dt: float):
-    """Public COM velocity [m/s] after a step that changed the internal velocity to ``(ω1, v_M1)``:
+    """Velocity [m/s] of a FREE joint's pivot after a step that changed the internal velocity to ``(ω1, v_M1)``:
     ``T(q0) q̇_int1`` plus the change of T over the step, ``Δt Ṫ q̇_int0`` (:func:`free_com_centripetal` at the
-    step's start, ``r0`` = COM − M in F then)."""
+    step's start, ``r0`` = pivot − M in F then). The pivot is the child's COM for a lone body (then this is the
+    public velocity), the COM of the child and the bodies FIXED to it otherwise (``integration``)."""
     return v_m1 + wp.cross(w1, r0) + dt * free_com_centripetal(w0, r0)
 
 

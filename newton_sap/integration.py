@@ -10,13 +10,14 @@ its own COM instead, a nearly massless root carrying a 2 kg welded body 20 cm of
 at 40 rad/s and Δt = 0.01 (session 33).
 
 The step's new velocities are also written back in Newton's public convention here. For a FREE
-joint the public velocity is the COM's, ``q̇_pub = T(q0) q̇_int``; its change over the step is that
-of ``T q̇_int`` with T frozen at q0 plus the rate of T, ``Δt ω0 × (ω0 × r0)``:
-``v_com1 = v_M1 + ω1 × r0 + Δt ω0 × (ω0 × r0)`` (``conventions.free_com_velocity_after_step``).
-To first order in the displacement this is the seed's ``p += Δt v_M``; unlike it, a torque-free body spinning
-about an offset COM keeps its COM still instead of drifting by ``O((ωΔt)² |r|)`` per step. The term ``b = Δt ω0 ×
-(ω0 × r0)`` moves every point of the child's subtree at ``b`` beyond its Jacobian velocity, so the constraint rows
-take it into their bias velocity (``kinematics.forward_kinematics`` keeps ``Σ R_WF b / Δt`` over each body's chain).
+joint the public velocity is the child's COM's, ``q̇_pub = T(q0) q̇_int``. The pivot's velocity after the step is that
+of ``T q̇_int`` with T frozen at q0 plus the rate of T, ``Δt ω0 × (ω0 × r0)`` (r0 the pivot − M in F at q0):
+``v_c1 = v_M1 + ω1 × r0 + Δt ω0 × (ω0 × r0)`` (``conventions.free_com_velocity_after_step``), and for a lone body
+(pivot = its COM) that is the public velocity written. To first order in the displacement this is the seed's
+``p += Δt v_M``; unlike it, a torque-free body spinning about an offset COM keeps its COM still instead of drifting
+by ``O((ωΔt)² |r|)`` per step. The term ``b = Δt ω0 × (ω0 × r0)`` moves every point of the child's subtree at ``b``
+beyond its Jacobian velocity, so the constraint rows take it into their bias velocity
+(``kinematics.forward_kinematics`` keeps ``Σ R_WF b / Δt`` over each body's chain, with the same pivot).
 """
 
 import warp as wp
@@ -59,6 +60,7 @@ def integrate_joints(
     joint_child: wp.array(dtype=wp.int32),
     joint_X_c: wp.array(dtype=wp.transform),
     body_com: wp.array(dtype=wp.vec3),
+    body_weld_start: wp.array(dtype=wp.int32),
     body_pivot_M: wp.array(dtype=wp.vec3),
     body_flags: wp.array(dtype=wp.int32),
     # inputs
@@ -105,7 +107,9 @@ def integrate_joints(
         r_M = wp.transform_point(wp.transform_inverse(joint_X_c[j]), body_com[joint_child[j]])  # COM in M
         # pivot − M in F at q0, bit for bit FK's (kinematics forms it by the same expression): with another
         # evaluation the conversion back would add the round-off difference to v_com every step
-        pivot_M = body_pivot_M[joint_child[j]]  # the COM of the child and the bodies welded to it, in M
+        pivot_M = r_M  # the COM of the child and the bodies welded to it, in M (kinematics.free_joint_pivots)
+        if body_weld_start[joint_child[j] + 1] > body_weld_start[joint_child[j]]:
+            pivot_M = body_pivot_M[joint_child[j]]
         pivot0 = wp.quat_rotate(q, pivot_M)
         w0 = wp.vec3(internal_v0_in[d0], internal_v0_in[d0 + 1], internal_v0_in[d0 + 2])
         v_m = wp.vec3(internal_v_in[d0 + 3], internal_v_in[d0 + 4], internal_v_in[d0 + 5])

@@ -188,6 +188,7 @@ def forward_kinematics(
     joint_qd_start: wp.array(dtype=wp.int32),
     joint_dof_internal_start: wp.array(dtype=wp.int32),
     body_com: wp.array(dtype=wp.vec3),
+    body_weld_start: wp.array(dtype=wp.int32),
     body_pivot_M: wp.array(dtype=wp.vec3),
     body_flags: wp.array(dtype=wp.int32),
     # inputs
@@ -208,11 +209,12 @@ def forward_kinematics(
     twists, bias accelerations, S, the internal velocities ``internal_v_out`` [rad/s, m/s], the FREE joints'
     centripetal terms ``body_free_centripetal_out`` [m/s²] (below) and, if ``write_public = 1``, Newton's
     ``body_q`` and ``body_qd`` (public) too. A FREE joint's public velocity is converted with its COM − M in F formed
-    as the position update forms it (``integration``), so the round trip adds no velocity.
+    as the position update forms it (``integration``), so the round trip adds no velocity (for a body with others
+    FIXED to it, none beyond round-off).
 
     ``body_free_centripetal_out[b] = Σ R_WF (ω × (ω × r))`` over the FREE/DISTANCE joints on b's chain (ω the
     joint's angular velocity, r its pivot − M, both in F, the pivot the COM of its child and the bodies welded to
-    it, ``body_pivot_M`` in M; kinematic bodies' joints left out). The position update moves a FREE joint's pivot
+    it, :func:`free_joint_pivots`; kinematic bodies' joints left out). The position update moves a FREE joint's pivot
     (``integration``), so every point of its child's subtree moves Δt times this faster than its Jacobian velocity
     ``J v``, a translation (up to the rotation's own centripetal term about the
     COM, which does not depend on where the origin lies): the constraint rows take it into their bias velocity
@@ -257,7 +259,9 @@ def forward_kinematics(
             # r0 − q1 r_M there is exactly 0, and world positions far from the origin cancel no digits
             r_M = wp.transform_point(wp.transform_inverse(joint_X_c[j]), body_com[child])
             r_F = wp.quat_rotate(wp.transform_get_rotation(X_j), r_M)
-            pivot_F = wp.quat_rotate(wp.transform_get_rotation(X_j), body_pivot_M[child])
+            pivot_F = r_F  # a body with nothing welded to it: its COM, read from the model every step
+            if body_weld_start[child + 1] > body_weld_start[child]:
+                pivot_F = wp.quat_rotate(wp.transform_get_rotation(X_j), body_pivot_M[child])
 
         V_parent = twist_shift(V_P, p_C - p_P)
         A = twist_shift(A_P, p_C - p_P)
@@ -395,7 +399,9 @@ def free_joint_pivots(
     """Per body b, in its joint's child frame M [m]: the COM of b and the bodies FIXED to it
     (``topology.body_welded``; their poses relative to b are ``X_p X_c⁻¹`` along the FIXED joints between), about
     which the position update turns a FREE or DISTANCE joint (``integration``) and whose centripetal term the rows
-    take (:func:`forward_kinematics`); b's own COM for a body with nothing welded to it, or no mass."""
+    take (:func:`forward_kinematics`); b's own COM for a group without mass. Refreshed at construction and by
+    ``notify_model_changed`` with inertial or joint properties (as the kinematics kept across steps are); a body
+    with nothing welded to it reads its COM from the model instead, every step."""
     b = wp.tid()
     mass = body_mass[b]
     moment = mass * body_com[b]

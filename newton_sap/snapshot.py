@@ -74,7 +74,9 @@ class SapSnapshot:
     ``ω × (ω × r)`` in the linear slots of each free joint, r = COM − M in F) and ``J_pub = J_int T⁻¹``.
     ``v_star`` and ``velocity`` are ``T(q0) q̇_int``, consistent with ``J_pub``; the public ``joint_qd`` a
     step writes adds ``Δt Ṫ q̇_int`` to them (``conventions.free_com_velocity_after_step``), a term of
-    order ``Δt |ω|² |r|`` for free bodies whose COM is not their origin.
+    order ``Δt |ω|² |r|`` for free bodies whose COM is not their origin; for a FREE body with bodies FIXED to it
+    the written velocity is its COM's after the group turned about the group's COM (``integration``), which differs
+    from this by the turn, O(Δt |ω| |v|).
     """
 
     mass_matrix: list[np.ndarray] = field(default_factory=list)

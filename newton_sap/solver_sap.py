@@ -799,8 +799,8 @@ class SolverSAP(newton.solvers.SolverBase):
             inputs=[
                 T.branch_start, T.branch_joints, model.joint_type, model.joint_parent, model.joint_child,
                 model.joint_X_p, model.joint_X_c, model.joint_axis, model.joint_dof_dim, model.joint_q_start,
-                model.joint_qd_start, T.joint_dof_internal_start, model.body_com, self._body_pivot_M,
-                model.body_flags, int(state_out is not None), joint_q, public_qd,
+                model.joint_qd_start, T.joint_dof_internal_start, model.body_com, T.body_weld_start,
+                self._body_pivot_M, model.body_flags, int(state_out is not None), joint_q, public_qd,
             ],
             outputs=[
                 self._body_q, self._body_twist, self._body_bias_acc, self._dof_S, self._v0, self._body_free_centripetal,
@@ -891,8 +891,8 @@ class SolverSAP(newton.solvers.SolverBase):
                 inputs=[
                     model.joint_type, model.joint_q_start, model.joint_qd_start, model.joint_dof_dim,
                     self._topo.joint_dof_internal_start, self._topo.joint_in_tree, model.joint_child, model.joint_X_c,
-                    model.body_com, self._body_pivot_M, model.body_flags, dt, state_in.joint_q, state_in.joint_qd,
-                    self._v0, v,
+                    model.body_com, self._topo.body_weld_start, self._body_pivot_M, model.body_flags, dt,
+                    state_in.joint_q, state_in.joint_qd, self._v0, v,
                 ],
                 outputs=[state_out.joint_q, state_out.joint_qd],
                 device=model.device,

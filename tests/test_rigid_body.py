@@ -261,8 +261,8 @@ def test_welded_bodies_tumble_as_one():
     a FIXED child: the step integrates the gyroscopic torque of both about their common COM, the position update
     turns the root about it too, and the pair keeps its velocity products at v0 as one body does. With coincident
     COMs (a root of 1 % or half the inertia) ω follows the whole body's to 1e-3 of |ω|; the energy stays within
-    1.5 % in every case, also for a nearly massless root 20 cm from its child's COM (measured: at most 1.0 %, the
-    whole body 0.4 %). Before session 33 the root's own inertia was integrated and the child's torque explicit: +61
+    1.5 % in every case, also for a nearly massless root 20 cm from its child's COM (measured: at most 1.03 %, the
+    whole body 0.5 %). Before session 33 the root's own inertia was integrated and the child's torque explicit: +61
     % and +7 % with coincident COMs, NaN at 84 rad/s; with the group's torque but the root turned about its own COM
     and the midpoint rule on the pair, a 0.05 % root 20 cm off gained 114 %."""
     inertia = [0.01, 0.04, 0.05]
