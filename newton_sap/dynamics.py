@@ -160,7 +160,7 @@ def integrated_gyroscopic_inertia(
     the bodies FIXED to it (``body_welded``, poses ``body_q``), which turn with it as one rigid body: the torque
     of all of them is integrated at b, and theirs stays in their own products (in which ``ω × I_p ω`` of the group
     cancels): a tumbling body split into a FREE root and a FIXED child (1 % of the inertia in the root) went NaN at
-    84 rad/s and Δt = 0.01 where the whole body stays within 4 % of its energy. A kinematic body in the group: 0."""
+    84 rad/s and Δt = 0.01 where the whole body stays within 4 % of its energy."""
     j = body_joint[b]
     jtype = joint_type[j]
     if not (gyroscopic_dt * wp.length(omega) >= GYROSCOPIC_MIN_TURN) or body_is_kinematic(b, body_flags) == 1:
@@ -169,10 +169,8 @@ def integrated_gyroscopic_inertia(
         return 0, I_com
     mass = body_mass[b]
     moment = mass * c
-    for k in range(body_weld_start[b], body_weld_start[b + 1]):
+    for k in range(body_weld_start[b], body_weld_start[b + 1]):  # (never kinematic: only tree roots are)
         i = body_welded[k]
-        if body_is_kinematic(i, body_flags) == 1:
-            return 0, I_com
         mass += body_mass[i]
         moment += body_mass[i] * wp.transform_point(body_q[i], body_com[i])
     pivot = c

@@ -388,7 +388,6 @@ def free_joint_pivots(
     body_parent: wp.array(dtype=wp.int32),
     body_weld_start: wp.array(dtype=wp.int32),
     body_welded: wp.array(dtype=wp.int32),
-    joint_type: wp.array(dtype=wp.int32),
     joint_X_p: wp.array(dtype=wp.transform),
     joint_X_c: wp.array(dtype=wp.transform),
     body_mass: wp.array(dtype=float),

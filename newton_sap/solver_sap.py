@@ -268,8 +268,8 @@ class SolverSAP(newton.solvers.SolverBase):
             if model.body_count:  # masses, COMs and joint frames place the FREE joints' pivots
                 T = self._topo
                 wp.launch(kinematics.free_joint_pivots, dim=model.body_count,
-                          inputs=[T.body_joint, T.body_parent, T.body_weld_start, T.body_welded, model.joint_type,
-                                  model.joint_X_p, model.joint_X_c, model.body_mass, model.body_com],
+                          inputs=[T.body_joint, T.body_parent, T.body_weld_start, T.body_welded, model.joint_X_p,
+                                  model.joint_X_c, model.body_mass, model.body_com],
                           outputs=[self._body_pivot_M], device=model.device)  # fmt: skip
         if flags & F.MODEL_PROPERTIES:
             check_gravity(model)
