@@ -7,7 +7,7 @@ import numpy as np
 import warp as wp
 
 import newton_sap
-from newton_sap.constraints.dispatch import CONTACT_LAGGED
+from newton_sap.constraints.dispatch import CONTACT_LAGGED, constraint_impulse
 
 G = 9.81
 
@@ -197,6 +197,35 @@ class Run:
     @property
     def qd(self):
         return self.s0.joint_qd.numpy()
+
+
+@wp.kernel
+def _constraint_rows(
+    kind: int,
+    v_c: wp.array(dtype=wp.vec3),
+    v_hat: wp.array(dtype=wp.vec3),
+    R: wp.array(dtype=wp.vec3),
+    parameter: wp.array(dtype=float),
+    gamma_out: wp.array(dtype=wp.vec3),
+    G_out: wp.array(dtype=wp.mat33),
+    cost_out: wp.array(dtype=float),
+):
+    i = wp.tid()
+    g, G, c = constraint_impulse(kind, v_c[i], v_hat[i], R[i], parameter[i])
+    gamma_out[i] = g
+    G_out[i] = G
+    cost_out[i] = c
+
+
+def evaluate_rows(kind, v_c, v_hat, R, parameter):
+    """γ [N·s], G [kg] and ℓ [J] of rows of constraint type ``kind`` (``dispatch.constraint_impulse``, float32 on
+    the device) at ``v_c``, with ``v_hat``, ``R`` and ``parameter`` per row; float64 NumPy arrays."""
+    n = len(v_c)
+    out = wp.zeros(n, dtype=wp.vec3), wp.zeros(n, dtype=wp.mat33), wp.zeros(n, dtype=float)
+    arrays = [wp.array(np.asarray(x, np.float32), dtype=wp.vec3) for x in (v_c, v_hat, R)]
+    wp.launch(_constraint_rows, dim=n, inputs=[int(kind), *arrays, wp.array(np.asarray(parameter, np.float32))],
+              outputs=list(out))  # fmt: skip
+    return [o.numpy().astype(np.float64) for o in out]
 
 
 def friction_cone_impulse(v_c, v_hat, R, mu, eps=1.0e-7):

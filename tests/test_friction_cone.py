@@ -4,32 +4,13 @@ import numpy as np
 import pytest
 import warp as wp
 
-from newton_sap.constraints.friction_cone import (
-    contact_bias_velocity,
-    contact_compliance,
-    contact_separates,
-    friction_cone_impulse,
-)
+from newton_sap.constraints.dispatch import CONTACT
+from newton_sap.constraints.friction_cone import contact_bias_velocity, contact_compliance, contact_separates
+
+from contact_scenes import evaluate_rows
 
 # SAP.md §3 known-answer parameters
 MU, K, TAU_D, BETA, SIGMA, DT, W, PHI0 = 0.5, 3e5, 0.02, 1.0, 1e-3, 0.01, 1.0, -2.5e-3
-
-
-@wp.kernel
-def _evaluate(
-    v_c: wp.array(dtype=wp.vec3),
-    v_hat: wp.array(dtype=wp.vec3),
-    R: wp.array(dtype=wp.vec3),
-    mu: wp.array(dtype=float),
-    gamma_out: wp.array(dtype=wp.vec3),
-    G_out: wp.array(dtype=wp.mat33),
-    cost_out: wp.array(dtype=float),
-):
-    i = wp.tid()
-    g, G, c = friction_cone_impulse(v_c[i], v_hat[i], R[i], mu[i])
-    gamma_out[i] = g
-    G_out[i] = G
-    cost_out[i] = c
 
 
 @wp.kernel
@@ -39,11 +20,7 @@ def _parameters(R_out: wp.array(dtype=wp.vec3), v_hat_out: wp.array(dtype=wp.vec
 
 
 def evaluate(v_c, v_hat, R, mu):
-    n = len(v_c)
-    out = wp.zeros(n, dtype=wp.vec3), wp.zeros(n, dtype=wp.mat33), wp.zeros(n, dtype=float)
-    arrays = [wp.array(np.asarray(x, np.float32), dtype=wp.vec3) for x in (v_c, v_hat, R)]
-    wp.launch(_evaluate, dim=n, inputs=[*arrays, wp.array(np.asarray(mu, np.float32))], outputs=list(out))
-    return [o.numpy().astype(np.float64) for o in out]
+    return evaluate_rows(CONTACT, v_c, v_hat, R, mu)
 
 
 def known_parameters():

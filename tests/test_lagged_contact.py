@@ -7,41 +7,20 @@ import warp as wp
 
 from newton_sap.constraints.dispatch import (
     CONTACT_LAGGED,
-    constraint_impulse,
     constraint_predicts_stiction,
     stiction_branch_impulse,
 )
 from newton_sap.constraints.lagged_contact import lagged_normal_impulse
 
-from contact_scenes import G, Run, box_on_ground, incline_gravity
+from contact_scenes import G, Run, box_on_ground, evaluate_rows, incline_gravity
 
 R = np.array([1e-3, 1e-3, 0.0253])  # [kg⁻¹] R_t, R_t, R_n
 V_HAT = np.array([0.01, -0.02, 0.0833])  # [m/s] a tangential part as a kinematic or conveyor surface gives
 
 
-@wp.kernel
-def _evaluate(
-    v_c: wp.array(dtype=wp.vec3),
-    v_hat: wp.array(dtype=wp.vec3),
-    R: wp.array(dtype=wp.vec3),
-    limit: wp.array(dtype=float),
-    gamma_out: wp.array(dtype=wp.vec3),
-    G_out: wp.array(dtype=wp.mat33),
-    cost_out: wp.array(dtype=float),
-):
-    i = wp.tid()
-    g, G, c = constraint_impulse(CONTACT_LAGGED, v_c[i], v_hat[i], R[i], limit[i])
-    gamma_out[i] = g
-    G_out[i] = G
-    cost_out[i] = c
-
-
 def evaluate(v_c, limit):
     n = len(v_c)
-    out = wp.zeros(n, dtype=wp.vec3), wp.zeros(n, dtype=wp.mat33), wp.zeros(n, dtype=float)
-    inputs = [wp.array(np.asarray(x, np.float32), dtype=wp.vec3) for x in (v_c, [V_HAT] * n, [R] * n)]
-    wp.launch(_evaluate, dim=n, inputs=[*inputs, wp.array(np.asarray(limit, np.float32))], outputs=list(out))
-    return [o.numpy().astype(np.float64) for o in out]
+    return evaluate_rows(CONTACT_LAGGED, v_c, [V_HAT] * n, [R] * n, limit)
 
 
 def reference(v, limit):

@@ -5,10 +5,9 @@ import numpy as np
 import pytest
 import warp as wp
 
-from newton_sap.constraints.dispatch import constraint_impulse
 from newton_sap.constraints.friction_cone import friction_cone_predicts_stiction
 
-from contact_scenes import Run, copy_state, sphere_bin
+from contact_scenes import Run, copy_state, evaluate_rows, sphere_bin
 
 # SAP.md §3 known-answer contact: R = (σw, σw, β²w/4π²), v̂_n = −φ0/(Δt + τ_d); (0.1, 0, −0.1) slides
 R = (1.0e-3, 1.0e-3, 0.025330296)
@@ -50,14 +49,6 @@ def test_friction_cone_predicts_stiction(v_c, dv_c, mu, expected):
     assert out.numpy()[0] == expected
 
 
-@wp.kernel
-def _impulse(kind: int, v_c: wp.vec3, v_hat: wp.vec3, R: wp.vec3, parameter: float,
-             gamma: wp.array(dtype=wp.vec3), G: wp.array(dtype=wp.mat33)):  # fmt: skip
-    g, H, _cost = constraint_impulse(kind, v_c, v_hat, R, parameter)
-    gamma[0] = g
-    G[0] = H
-
-
 @pytest.mark.parametrize("approximation", ["sap", "lagged"])
 def test_flagged_worlds_predict_nothing(approximation):
     """``predict_stiction`` over one sliding contact per world (three dofs, J = I) whose Newton step reverses its
@@ -70,10 +61,7 @@ def test_flagged_worlds_predict_nothing(approximation):
     kind = int(CONTACT) if approximation == "sap" else int(CONTACT_LAGGED)
     parameter = 0.5 if approximation == "sap" else 1.0  # μ, or the lagged bound μ n0 [N·s]
     v_c, dv_c = (0.1, 0.0, -0.1), (-0.2, 0.0, 0.0)
-    gamma, G = wp.zeros(1, dtype=wp.vec3), wp.zeros(1, dtype=wp.mat33)
-    wp.launch(_impulse, dim=1, inputs=[kind, wp.vec3(v_c), wp.vec3(V_HAT), wp.vec3(R), parameter],
-              outputs=[gamma, G])  # fmt: skip
-    gamma, G = gamma.numpy()[0], G.numpy()[0]
+    gamma, G, _cost = (x[0] for x in evaluate_rows(kind, [v_c], [V_HAT], [R], [parameter]))
     assert np.linalg.norm(gamma[:2]) > 0.0 and np.abs(G - np.diag(1.0 / np.array(R))).max() > 1.0  # sliding
 
     def rows(value, dtype):
