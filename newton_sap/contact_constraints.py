@@ -70,10 +70,12 @@ def pair_parameters(
     dissipation_override: float,
 ):
     """Pair stiffness ``k = kA kB / (kA + kB)`` [N/m], dissipation time ``τ = τA + τB`` [s] with
-    ``τ = kd / ke`` per shape, friction ``μ = 2 μA μB / (μA + μB)``; overrides > 0 (k) or ≥ 0 (τ) win."""
+    ``τ = kd / ke`` per shape, friction ``μ = 2 μA μB / (μA + μB)``; overrides > 0 (k) or ≥ 0 (τ) win. The series
+    forms as sums of reciprocals, which stay finite for every finite material (``kA kB`` overflows float32 from
+    about 1.8e19 N/m)."""
     kA = shape_ke[shape0]
     kB = shape_ke[shape1]
-    k = kA * kB / (kA + kB)
+    k = 1.0 / (1.0 / kA + 1.0 / kB)
     tau = shape_kd[shape0] / kA + shape_kd[shape1] / kB
     if stiffness_override > 0.0:
         k = stiffness_override
@@ -82,8 +84,8 @@ def pair_parameters(
     muA = shape_mu[shape0]
     muB = shape_mu[shape1]
     mu = float(0.0)
-    if muA + muB > 0.0:
-        mu = 2.0 * muA * muB / (muA + muB)
+    if muA > 0.0 and muB > 0.0:
+        mu = 2.0 / (1.0 / muA + 1.0 / muB)
     return k, tau, mu
 
 
@@ -100,6 +102,18 @@ def per_contact_parameters(k: float, tau: float, mu: float, stiffness: float, da
     if friction_scale > 0.0:
         mu = mu * friction_scale
     return k, tau, mu
+
+
+@wp.func
+def contact_finite(normal: wp.vec3, phi0: float, p: wp.vec3, v_hat: wp.vec3, k: float, tau: float, mu: float):
+    """Whether a contact's geometry and parameters are finite: Newton's ``normal`` as given (``wp.normalize`` makes
+    a NaN one zero), φ0 [m] and the point p [m], which carry its points and margins, v̂ [m/s] its surface velocity,
+    ``(k, τ, μ)`` the materials and per-contact properties. A NaN there would not show in a velocity: every test of
+    the cone's projection fails on it, so the row's impulse is 0 and the contact switched off."""
+    finite = wp.isfinite(phi0) and wp.isfinite(k) and wp.isfinite(tau) and wp.isfinite(mu)
+    for a in range(3):
+        finite = finite and wp.isfinite(normal[a]) and wp.isfinite(p[a]) and wp.isfinite(v_hat[a])
+    return finite
 
 
 @wp.func
@@ -243,15 +257,17 @@ def contact_rows(
     c_G_out: wp.array(dtype=wp.mat33),
     world_contact_count: wp.array(dtype=wp.int32),
     world_parked_count: wp.array(dtype=wp.int32),
+    world_failed_out: wp.array(dtype=wp.int32),
 ):
     """The rows of this thread's run (``thread_slots`` over ``slot_count``, the buffer's capacity, see the module
     doc). ``ROWS_BUILD``: the run's part below the buffer's ``contact_count``, a run of contacts (the threads past the
     count have nothing to do); every contact in use takes a slot, from the front or, parked, from the back (the
     slots between keep what an earlier step left there until ``count_constraints`` marks them unused); with
     ``park = 1`` a distant contact (``contact_is_distant`` at ``v0``, its velocity from the body twists at ``v0``,
-    ``body_chain_twists``) is parked: γ = 0 and ``v_c`` written, no entries, R or G. The completing modes: a run of
-    slots, of which they visit the parked part (the last ``contact_slot_fill[BACK]``) and form the entries and R of
-    the rows they select (same geometry, same walk), leaving the rest of each row, and every other slot, as it
+    ``body_chain_twists``) is parked: γ = 0 and ``v_c`` written, no entries, R or G; a contact whose geometry or
+    parameters are not finite (``contact_finite``) marks its world in ``world_failed_out``. The completing modes: a
+    run of slots, of which they visit the parked part (the last ``contact_slot_fill[BACK]``) and form the entries and
+    R of the rows they select (same geometry, same walk), leaving the rest of each row, and every other slot, as it
     is."""
     begin, end = thread_slots(wp.tid(), slots_per_thread, slot_count)
     if mode == ROWS_BUILD:  # the contacts in the buffer only (Newton leaves the entries after its count stale)
@@ -322,6 +338,8 @@ def contact_rows(
             u = R_CW * contact_surface_velocity[i]  # shape 1's surface relative to shape 0's, moving its material
             v_hat -= wp.vec3(u[0], u[1], 0.0)  # along the surface only: a conveyor belt
         if mode == ROWS_BUILD:
+            if not contact_finite(contact_normal[i], phi0, p, v_hat, k_pair, tau, mu):
+                world_failed_out[world] = 1  # left out of the solve (sap.init_worlds) and reported failed
             wp.atomic_add(world_contact_count, world, 1)
             parked = int(0)
             v_c0 = wp.vec3(0.0)

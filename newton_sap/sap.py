@@ -1264,12 +1264,15 @@ class SapSolver:
         v0,
         tau,
         dt: float,
+        world_failed,
     ) -> None:
         """Constraint rows of this step: the contacts of ``contacts`` (may be None) in the first slots,
         then the joint-space rows (drives, limits, friction, mimic) when the model has any, then the
         loop closures. ``tree_ref``, ``dof_S_tree``, ``A_inv_diag`` (1/A_ii, 0 for kinematic bodies' dofs; the
         solve's optimality norms read it too) and ``body_free_centripetal`` (for the velocity the position update
-        gives each body beyond ``J v``, ``jacobian.offset_velocity``) come from the dynamics."""
+        gives each body beyond ``J v``, ``jacobian.offset_velocity``) come from the dynamics. A world with a
+        contact whose data are not finite is marked in ``world_failed`` (per world, int32), which ``solve`` then
+        leaves out."""
         o, T, dev = self.options, self.T, self.device
         self.A_inv_diag = A_inv_diag
         self.body_free_centripetal = body_free_centripetal
@@ -1304,6 +1307,7 @@ class SapSolver:
                     *self._per_contact_properties(contacts), body_q, tree_ref, dof_S_tree, A_inv_diag,
                     body_free_centripetal, v0, self.body_twist,
                 ],
+                "world_failed": world_failed,
             }  # fmt: skip
             self._parked_check_args = {
                 "shape_body": model.shape_body, "body_tree": T.body_tree, "shape0": contacts.rigid_contact_shape0,
@@ -1381,7 +1385,7 @@ class SapSolver:
                 self.contact_slot, self.contact_slot_fill, self.c_contact, self.c_world, self.c_kind, self.c_frame,
                 self.c_R, self.c_vhat, self.c_param, self.c_phi,
                 self.c_point, self.c_nnz, self.c_dof, self.c_J, self.c_parked, self.c_vc, self.c_gamma, self.c_G,
-                self.world_contact_count, self.world_parked_count,
+                self.world_contact_count, self.world_parked_count, a["world_failed"],
             ],
             device=self.device,
         )  # fmt: skip

@@ -140,7 +140,8 @@ def _contact_data(solver, state, control, contacts, dt, maps, snap) -> None:
     solver._count_dropped_contacts(contacts, warn_stacklevel=5)  # the caller of solver.snapshot
     solver._flag_failed_inputs(state, control)
     sap.setup_constraints(solver.model, state, control, contacts, solver._body_q, solver._tree_ref, solver._dof_S_tree,
-                          solver._A_inv_diag, solver._body_free_centripetal, solver._v0, solver._tau, dt)  # fmt: skip
+                          solver._A_inv_diag, solver._body_free_centripetal, solver._v0, solver._tau, dt,
+                          solver._world_failed)  # fmt: skip
     v = sap.solve(solver._rows, solver._dense, solver._v0, solver._v_star, solver._tau, dt,
                   functools.partial(solver._free_motion, dt), solver._world_failed)  # fmt: skip
     solver._flag_failed_results(v)

@@ -82,7 +82,8 @@ class SolverStats:
             or where Newton's method stopped gaining at the float32 floor (see ``SapOptions.rel_tolerance``;
             ``residual`` says where).
         failed: True where one of the world's inputs (``joint_q``, ``joint_qd``, ``body_f``, the control
-            arrays) is not finite or a quaternion of its ``joint_q`` is zero (such a world is left out of the
+            arrays, a contact's points, normal, margins, surface velocity, material or per-contact properties)
+            is not finite or a quaternion of its ``joint_q`` is zero (such a world is left out of the
             solve: it ends at its warm start ``v0``, or at ``v*`` without constraints in v* mode, and its
             contacts report no force), or where its solved velocities or its SAP residual are not finite;
             other worlds are unaffected.
@@ -408,7 +409,7 @@ class SolverSAP(newton.solvers.SolverBase):
             self._count_dropped_contacts(contacts, warn_stacklevel=None if capturing else 3)
             self._sap.setup_constraints(self.model, state_in, control, contacts, self._body_q, self._tree_ref,
                                         self._dof_S_tree, self._A_inv_diag, self._body_free_centripetal, self._v0,
-                                        self._tau, dt)  # fmt: skip
+                                        self._tau, dt, self._world_failed)  # fmt: skip
             v = self._sap.solve(self._rows, self._dense, self._v0, self._v_star, self._tau, dt,
                                 functools.partial(self._free_motion, dt, factored=self._midpoint),
                                 self._world_failed)  # fmt: skip
@@ -1012,7 +1013,8 @@ def _flag_failed_inputs(
     joint) or its quaternion is zero. Read here because some never reach a velocity: the kinematics normalize a
     quaternion (a zero one to the identity), a drive clamps a NaN impulse to its effort limit, a loop-closing
     joint's coordinates pass through the step. NaN model values written without ``notify_model_changed`` are not
-    all caught (a NaN gain or friction coefficient can switch its row off): that call checks them."""
+    all caught (a NaN drive gain or joint friction coefficient can switch its row off; contact materials are checked
+    by ``contact_rows``): that call checks them."""
     j = wp.tid()
     world = body_world[joint_child[j]]
     if world < 0:

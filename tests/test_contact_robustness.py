@@ -13,6 +13,19 @@ from newton_sap.examples.scenes import quadruped_pd
 from contact_scenes import G, Run, box_on_ground, with_material
 
 
+def boxes_on_shared_ground(worlds: int) -> newton.ModelBuilder:
+    """``worlds`` worlds of one resting 1 kg, 0.2 m box (μ 0.5) on a ground plane that they share."""
+    robot = newton.ModelBuilder()
+    with_material(robot, 0.5)
+    body = robot.add_body(xform=wp.transform((0.0, 0.0, 0.1), wp.quat_identity()))
+    robot.add_shape_box(body, hx=0.1, hy=0.1, hz=0.1)
+    scene = newton.ModelBuilder()
+    scene.replicate(robot, worlds)
+    with_material(scene, 0.5)
+    scene.add_ground_plane()
+    return scene
+
+
 @pytest.mark.parametrize("mu", [-0.1, np.inf, np.nan])
 def test_bad_friction_names_the_shape(mu):
     model = box_on_ground()
@@ -25,7 +38,7 @@ def test_bad_friction_names_the_shape(mu):
 
 @pytest.mark.parametrize("ke", [0.0, -1.0, np.inf])
 def test_bad_material_stiffness_names_the_shape_when_materials_are_used(ke):
-    """An infinite stiffness would make the pair's series stiffness inf/inf = NaN."""
+    """Only finite positive stiffnesses are materials (an infinite one would also make its τ = kd/ke zero)."""
     model = box_on_ground()
     values = model.shape_material_ke.numpy()
     values[0] = ke
@@ -110,14 +123,7 @@ def test_nan_model_value_written_without_notifying_flags_its_world():
     """A NaN written into world 1's model (its gravity) without ``notify_model_changed``, which would refuse it:
     the world's Newton iterations stop at its finite warm start with a NaN residual, so no velocity shows it; the
     residual flags the world failed (it was only "not converged"). The other worlds step as without it."""
-    robot = newton.ModelBuilder()
-    with_material(robot, 0.5)
-    body = robot.add_body(xform=wp.transform((0.0, 0.0, 0.1), wp.quat_identity()))
-    robot.add_shape_box(body, hx=0.1, hy=0.1, hz=0.1)
-    scene = newton.ModelBuilder()
-    scene.replicate(robot, 3)
-    with_material(scene, 0.5)
-    scene.add_ground_plane()
+    scene = boxes_on_shared_ground(3)
     qd0 = np.tile([0.3, 0, 0, 0, 0, 0.5], 3).astype(np.float32)
     clean = Run(scene.finalize(), qd0=qd0)
     clean.step(0.01, 3)
@@ -131,6 +137,55 @@ def test_nan_model_value_written_without_notifying_flags_its_world():
     keep = np.ones(21, bool)
     keep[7:14] = False
     np.testing.assert_array_equal(broken.q[keep], clean.q[keep])
+
+
+@pytest.mark.parametrize("field", ["normal", "point0", "margin1"])
+def test_nan_contact_data_flags_its_world(field):
+    """A NaN in world 1's contacts (Newton's normal, a body-frame point or a margin, written after the collision)
+    flags that world: every test of the cone's projection fails on a NaN, so its rows would give no impulse and
+    the box fall through the ground with the world reported converged. The other worlds step as without it."""
+
+    def run(poison):
+        model = boxes_on_shared_ground(3).finalize()
+        run = Run(model, qd0=np.tile([0.3, 0, 0, 0, 0, 0], 3).astype(np.float32))
+        shape_body = model.shape_body.numpy()
+        contact_world = np.where(shape_body >= 0, model.body_world.numpy()[shape_body], -1)  # the ground: -1
+        for _ in range(3):
+            run.pipeline.collide(run.s0, run.contacts)
+            if poison:
+                values = getattr(run.contacts, f"rigid_contact_{field}").numpy()
+                count = run.contacts.rigid_contact_count.numpy()[0]
+                shape0 = run.contacts.rigid_contact_shape0.numpy()[:count]
+                shape1 = run.contacts.rigid_contact_shape1.numpy()[:count]
+                in_world_1 = np.maximum(contact_world[shape0], contact_world[shape1]) == 1
+                assert in_world_1.any()
+                values[:count][in_world_1] = np.nan
+                getattr(run.contacts, f"rigid_contact_{field}").assign(values)
+            run.solver.step(run.s0, run.s1, None, run.contacts, 0.01)
+            run.s0, run.s1 = run.s1, run.s0
+        return run.solver.stats, run.q.reshape(3, -1)
+
+    clean_stats, clean_q = run(poison=False)
+    stats, q = run(poison=True)
+    assert not clean_stats.failed.any()
+    assert stats.failed.tolist() == [False, True, False] and stats.converged.tolist() == [True, False, True]
+    assert stats.num_contacts[1] == clean_stats.num_contacts[1]
+    np.testing.assert_array_equal(q[[0, 2]], clean_q[[0, 2]])
+
+
+def test_huge_finite_materials_combine_without_overflow():
+    """The pair's series stiffness and friction stay finite for every finite material: 1e20 N/m on both shapes
+    (whose product overflows float32) rests as the same pair's 5e19 N/m given as the solver's stiffness."""
+    runs = []
+    for stiffness in (None, 5e19):
+        model = box_on_ground()
+        model.shape_material_ke.fill_(1e20)
+        model.shape_material_mu.fill_(2e19)  # the pair's μ: 2e19 (whose 2 μA μB overflows too)
+        run = Run(model, contact_stiffness=stiffness, near_rigid_threshold=0.0)
+        run.step(0.01, 3)
+        assert not run.solver.stats.failed.any() and run.solver.stats.converged.all()
+        runs.append(run.q)
+    np.testing.assert_array_equal(runs[0], runs[1])
 
 
 @pytest.mark.parametrize("field", ["joint_target_q", "joint_target_qd", "joint_act", "joint_f", "body_f"])
