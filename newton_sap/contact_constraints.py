@@ -53,6 +53,7 @@ from .constraints.dispatch import CONTACT, CONTACT_LAGGED, thread_slots
 from .constraints.friction_cone import contact_bias_velocity, contact_compliance, contact_is_distant
 from .constraints.lagged_contact import lagged_normal_impulse
 from .dynamics import body_gravity
+from .finite import all_finite, nonfinite_part, vector_nonfinite_part
 from .jacobian import chain_rows, offset_velocity, point_velocity, tangent_frame
 from .kinematic_bodies import side_moves
 
@@ -110,10 +111,8 @@ def contact_finite(normal: wp.vec3, phi0: float, p: wp.vec3, v_hat: wp.vec3, k: 
     a NaN one zero), φ0 [m] and the point p [m], which carry its points and margins, v̂ [m/s] its surface velocity,
     ``(k, τ, μ)`` the materials and per-contact properties. A NaN there would not show in a velocity: every test of
     the cone's projection fails on it, so the row's impulse is 0 and the contact switched off."""
-    finite = wp.isfinite(phi0) and wp.isfinite(k) and wp.isfinite(tau) and wp.isfinite(mu)
-    for a in range(3):
-        finite = finite and wp.isfinite(normal[a]) and wp.isfinite(p[a]) and wp.isfinite(v_hat[a])
-    return finite
+    scalars = nonfinite_part(phi0) + nonfinite_part(k) + nonfinite_part(tau) + nonfinite_part(mu)
+    return all_finite(scalars + vector_nonfinite_part(normal) + vector_nonfinite_part(p) + vector_nonfinite_part(v_hat))
 
 
 @wp.func

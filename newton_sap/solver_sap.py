@@ -23,6 +23,7 @@ import warp as wp
 
 from . import dynamics, factorization, integration, kinematics
 from .constraints.dispatch import slots_per_thread
+from .finite import all_finite, nonfinite_part, spatial_nonfinite_part
 from .host_matrices import tree_inverse_diagonal
 from .joint_constraints import mimic_tables
 from .model_checks import (
@@ -1021,25 +1022,21 @@ def _flag_failed_inputs(
     world = body_world[joint_child[j]]
     if world < 0:
         return
-    finite = int(1)
+    parts = float(0.0)
     for k in range(joint_q_start[j], joint_q_start[j + 1]):
-        if not (wp.isfinite(joint_q_in[k]) and wp.isfinite(joint_target_q_in[k])):
-            finite = 0
+        parts += nonfinite_part(joint_q_in[k]) + nonfinite_part(joint_target_q_in[k])
     for k in range(joint_qd_start[j], joint_qd_start[j + 1]):
-        if not (wp.isfinite(joint_qd_in[k]) and wp.isfinite(joint_f_in[k]) and wp.isfinite(joint_target_qd_in[k])
-                and wp.isfinite(joint_act_in[k])):  # fmt: skip
-            finite = 0
+        parts += nonfinite_part(joint_qd_in[k]) + nonfinite_part(joint_f_in[k])
+        parts += nonfinite_part(joint_target_qd_in[k]) + nonfinite_part(joint_act_in[k])
+    if joint_in_tree[j] != 0:
+        parts += spatial_nonfinite_part(body_f_in[joint_child[j]])
+    failed = not all_finite(parts)
     k = _quaternion_start(joint_type[j], joint_q_start[j])
     if k >= 0:
         q = wp.vec4(joint_q_in[k], joint_q_in[k + 1], joint_q_in[k + 2], joint_q_in[k + 3])
         if wp.dot(q, q) == 0.0:
-            finite = 0
-    if joint_in_tree[j] != 0:
-        f = body_f_in[joint_child[j]]
-        for k in range(6):
-            if not wp.isfinite(f[k]):
-                finite = 0
-    if finite == 0:
+            failed = True
+    if failed:
         world_failed_out[world] = 1
 
 
@@ -1061,13 +1058,10 @@ def _flag_failed_results(
     world = body_world[joint_child[j]]
     if world < 0:
         return
-    finite = int(1)
-    if not wp.isfinite(world_residual[world]):
-        finite = 0
+    parts = nonfinite_part(world_residual[world])
     if joint_in_tree[j] != 0:
         d0 = joint_dof_internal_start[j]
         for k in range(joint_dof_dim[j, 0] + joint_dof_dim[j, 1]):
-            if not wp.isfinite(v_in[d0 + k]):
-                finite = 0
-    if finite == 0:
+            parts += nonfinite_part(v_in[d0 + k])
+    if not all_finite(parts):
         world_failed_out[world] = 1
