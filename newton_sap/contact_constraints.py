@@ -73,21 +73,27 @@ def pair_parameters(
     """Pair stiffness ``k = kA kB / (kA + kB)`` [N/m], dissipation time ``τ = τA + τB`` [s] with
     ``τ = kd / ke`` per shape, friction ``μ = 2 μA μB / (μA + μB)``; overrides > 0 (k) or ≥ 0 (τ) win. The series
     forms as sums of reciprocals, which stay finite for every finite material (``kA kB`` overflows float32 from
-    about 1.8e19 N/m)."""
+    about 1.8e19 N/m). Also the ``finite.nonfinite_part`` sum of the materials it used: a NaN μ would give μ = 0,
+    an infinite ke a finite k, so the results alone do not show them."""
     kA = shape_ke[shape0]
     kB = shape_ke[shape1]
-    k = 1.0 / (1.0 / kA + 1.0 / kB)
-    tau = shape_kd[shape0] / kA + shape_kd[shape1] / kB
-    if stiffness_override > 0.0:
-        k = stiffness_override
-    if dissipation_override >= 0.0:
-        tau = dissipation_override
+    kdA = shape_kd[shape0]
+    kdB = shape_kd[shape1]
     muA = shape_mu[shape0]
     muB = shape_mu[shape1]
+    used = nonfinite_part(muA) + nonfinite_part(muB)
+    k = stiffness_override
+    if stiffness_override <= 0.0:
+        k = 1.0 / (1.0 / kA + 1.0 / kB)
+        used += nonfinite_part(kA) + nonfinite_part(kB)
+    tau = dissipation_override
+    if dissipation_override < 0.0:
+        tau = kdA / kA + kdB / kB
+        used += nonfinite_part(kA) + nonfinite_part(kB) + nonfinite_part(kdA) + nonfinite_part(kdB)
     mu = float(0.0)
     if muA > 0.0 and muB > 0.0:
         mu = 2.0 / (1.0 / muA + 1.0 / muB)
-    return k, tau, mu
+    return k, tau, mu, used
 
 
 @wp.func
@@ -95,23 +101,26 @@ def per_contact_parameters(k: float, tau: float, mu: float, stiffness: float, da
     """A pair's ``(k, τ, μ)`` with a contact's own properties, in Newton's convention (``Contacts`` with
     ``per_contact_shape_properties``, which its pipeline fills for hydroelastic shapes): ``stiffness`` > 0 [N/m]
     replaces k, ``damping`` > 0 [N·s/m] makes τ = damping / k, ``friction_scale`` > 0 scales μ; zeros keep
-    the pair's values."""
+    the pair's values. Also the ``finite.nonfinite_part`` sum of the three (a NaN one would count as unset)."""
     if stiffness > 0.0:
         k = stiffness
     if damping > 0.0:
         tau = damping / k
     if friction_scale > 0.0:
         mu = mu * friction_scale
-    return k, tau, mu
+    return k, tau, mu, nonfinite_part(stiffness) + nonfinite_part(damping) + nonfinite_part(friction_scale)
 
 
 @wp.func
-def contact_finite(normal: wp.vec3, phi0: float, p: wp.vec3, v_hat: wp.vec3, k: float, tau: float, mu: float):
+def contact_finite(
+    normal: wp.vec3, phi0: float, p: wp.vec3, v_hat: wp.vec3, k: float, tau: float, mu: float, used: float
+):
     """Whether a contact's geometry and parameters are finite: Newton's ``normal`` as given (``wp.normalize`` makes
     a NaN one zero), φ0 [m] and the point p [m], which carry its points and margins, v̂ [m/s] its surface velocity,
-    ``(k, τ, μ)`` the materials and per-contact properties. A NaN there would not show in a velocity: every test of
-    the cone's projection fails on it, so the row's impulse is 0 and the contact switched off."""
-    scalars = nonfinite_part(phi0) + nonfinite_part(k) + nonfinite_part(tau) + nonfinite_part(mu)
+    ``(k, τ, μ)`` and ``used``, the ``nonfinite_part`` sum of the materials and per-contact properties they came from
+    (``pair_parameters``, ``per_contact_parameters``). A NaN there would not show in a velocity: every test of the
+    cone's projection fails on it, so the row's impulse is 0 and the contact switched off."""
+    scalars = used + nonfinite_part(phi0) + nonfinite_part(k) + nonfinite_part(tau) + nonfinite_part(mu)
     return all_finite(scalars + vector_nonfinite_part(normal) + vector_nonfinite_part(p) + vector_nonfinite_part(v_hat))
 
 
@@ -325,19 +334,20 @@ def contact_rows(
         p = contact_point(p0 + r0 * n, p1 - r1 * n, phi0, moves0, moves1)
         R_WC = tangent_frame(n)
         R_CW = wp.transpose(R_WC)
-        k_pair, tau, mu = pair_parameters(
+        k_pair, tau, mu, used = pair_parameters(
             s0, s1, shape_ke, shape_kd, shape_mu, stiffness_override, dissipation_override
         )
         if contact_stiffness.shape[0] > 0:  # the contacts' own properties (empty arrays: none)
-            k_pair, tau, mu = per_contact_parameters(
+            k_pair, tau, mu, used_own = per_contact_parameters(
                 k_pair, tau, mu, contact_stiffness[i], contact_damping[i], contact_friction_scale[i]
             )
+            used += used_own
         v_hat = contact_bias_velocity(phi0, dt, tau)
         if contact_surface_velocity.shape[0] > 0:  # Newton's mesh surface velocities (an empty array: none)
             u = R_CW * contact_surface_velocity[i]  # shape 1's surface relative to shape 0's, moving its material
             v_hat -= wp.vec3(u[0], u[1], 0.0)  # along the surface only: a conveyor belt
         if mode == ROWS_BUILD:
-            if not contact_finite(contact_normal[i], phi0, p, v_hat, k_pair, tau, mu):
+            if not contact_finite(contact_normal[i], phi0, p, v_hat, k_pair, tau, mu, used):
                 world_failed_out[world] = 1  # left out of the solve (sap.init_worlds) and reported failed
             wp.atomic_add(world_contact_count, world, 1)
             parked = int(0)

@@ -139,15 +139,17 @@ def test_nan_model_value_written_without_notifying_flags_its_world():
     np.testing.assert_array_equal(broken.q[keep], clean.q[keep])
 
 
-@pytest.mark.parametrize("field", ["normal", "point0", "margin1"])
+@pytest.mark.parametrize("field", ["normal", "point0", "margin1", "friction"])
 def test_nan_contact_data_flags_its_world(field):
-    """A NaN in world 1's contacts (Newton's normal, a body-frame point or a margin, written after the collision)
-    flags that world: every test of the cone's projection fails on a NaN, so its rows would give no impulse and
-    the box fall through the ground with the world reported converged. The other worlds step as without it."""
+    """A NaN in world 1's contacts (Newton's normal, a body-frame point, a margin or a per-contact friction scale,
+    written after the collision) flags that world: every test of the cone's projection fails on a NaN, so its rows
+    would give no impulse and the box fall through the ground with the world reported converged (a NaN friction
+    scale would count as unset). The other worlds step as without it."""
 
     def run(poison):
         model = boxes_on_shared_ground(3).finalize()
-        run = Run(model, qd0=np.tile([0.3, 0, 0, 0, 0, 0], 3).astype(np.float32))
+        qd0 = np.tile([0.3, 0, 0, 0, 0, 0], 3).astype(np.float32)
+        run = Run(model, qd0=qd0, per_contact=(0.0, 0.0, 0.0))  # per-contact arrays, zeros: the pair's values
         shape_body = model.shape_body.numpy()
         contact_world = np.where(shape_body >= 0, model.body_world.numpy()[shape_body], -1)  # the ground: -1
         for _ in range(3):
@@ -170,6 +172,30 @@ def test_nan_contact_data_flags_its_world(field):
     assert not clean_stats.failed.any()
     assert stats.failed.tolist() == [False, True, False] and stats.converged.tolist() == [True, False, True]
     assert stats.num_contacts[1] == clean_stats.num_contacts[1]
+    np.testing.assert_array_equal(q[[0, 2]], clean_q[[0, 2]])
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_non_finite_friction_material_flags_its_world(value):
+    """A NaN or infinite friction coefficient written into world 1's box material without ``notify_model_changed``
+    (which would refuse it) flags that world: the pair's μ would be 0 (NaN fails ``μ > 0``) or twice the ground's
+    (the series limit), finite either way, and the box would slide on as if on ice. The other worlds step as
+    without it."""
+
+    def run(poison):
+        model = boxes_on_shared_ground(3).finalize()
+        run = Run(model, qd0=np.tile([0.3, 0, 0, 0, 0, 0], 3).astype(np.float32))
+        if poison:
+            mu = model.shape_material_mu.numpy()
+            mu[np.nonzero(model.shape_body.numpy() == 1)[0]] = value  # world 1's box
+            model.shape_material_mu.assign(mu)
+        run.step(0.01, 3)
+        return run.solver.stats, run.q.reshape(3, -1)
+
+    clean_stats, clean_q = run(poison=False)
+    stats, q = run(poison=True)
+    assert not clean_stats.failed.any()
+    assert stats.failed.tolist() == [False, True, False]
     np.testing.assert_array_equal(q[[0, 2]], clean_q[[0, 2]])
 
 
