@@ -313,7 +313,7 @@ def accumulate_composite(
 def velocity_product_changes(
     # model
     tree_bodies: wp.array(dtype=wp.int32),
-    tree_body_start: wp.array(dtype=wp.int32),
+    tree_articulated: wp.array(dtype=wp.int32),
     body_tree: wp.array(dtype=wp.int32),
     body_parent: wp.array(dtype=wp.int32),
     body_flags: wp.array(dtype=wp.int32),
@@ -338,18 +338,18 @@ def velocity_product_changes(
     # outputs
     wrench_out: wp.array(dtype=wp.spatial_vector),
 ):
-    """Per body of an articulated tree (``topology.articulated_trees``), about its tree point r, the change of its
-    velocity-product wrench ``w = I Ā + V̄ ×* I V̄`` (:func:`velocity_product_wrench`, quadratic in the velocities)
-    from v0 (FK's twists and bias accelerations) to the midpoint velocities ``v̄ = v0 + δ`` (the ``_mid_in`` ones),
-    linearized: ``w(v̄) − w(v0) − w(δ)`` (the ``_delta_in`` twists and bias accelerations are δ's),
-    ``SolverSAP._midpoint_velocity_products``; 0 in a tree that moves as one rigid body. Where the step integrates the
-    body's gyroscopic torque over ``dt`` [s] (:func:`integrated_gyroscopic_inertia`) that torque already spans the
-    step: its part of the change, ``g(ω̄) − g(ω) − g(ω_δ)`` with ``g(ω) = ω × I_p ω``, is left out."""
+    """Per body of an articulated tree (``tree_articulated``, per tree: ``topology.articulated_trees``), about its
+    tree point r, the change of its velocity-product wrench ``w = I Ā + V̄ ×* I V̄`` (:func:`velocity_product_wrench`,
+    quadratic in the velocities) from v0 (FK's twists and bias accelerations) to the midpoint velocities
+    ``v̄ = v0 + δ`` (the ``_mid_in`` ones), linearized: ``w(v̄) − w(v0) − w(δ)`` (the ``_delta_in`` twists and bias
+    accelerations are δ's), ``SolverSAP._midpoint_velocity_products``; 0 in a tree that moves as one rigid body.
+    Where the step integrates the body's gyroscopic torque over ``dt`` [s] (:func:`integrated_gyroscopic_inertia`)
+    that torque already spans the step: its part of the change, ``g(ω̄) − g(ω) − g(ω_δ)`` with ``g(ω) = ω × I_p ω``,
+    is left out."""
     k = wp.tid()
     b = tree_bodies[k]
     t = body_tree[b]
-    root = tree_bodies[tree_body_start[t]]
-    if body_weld_start[root + 1] - body_weld_start[root] == tree_body_start[t + 1] - tree_body_start[t] - 1:
+    if tree_articulated[t] == 0:
         wrench_out[b] = wp.spatial_vector()  # one rigid body (alone, or with all the others welded to it)
         return
     r = tree_ref_in[t]

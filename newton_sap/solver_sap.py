@@ -203,7 +203,9 @@ class SolverSAP(newton.solvers.SolverBase):
         self._body_pivot_M = zeros(nb, wp.vec3)  # FREE joints' pivots (kinematics.free_joint_pivots)
         self._v_star = zeros(ndof)
         # the midpoint rule's velocity products (_midpoint_velocity_products): only articulated trees
-        self._midpoint = o.coriolis == "midpoint" and bool(np.any(articulated_trees(topo)))
+        articulated = articulated_trees(topo)
+        self._midpoint = o.coriolis == "midpoint" and bool(np.any(articulated))
+        self._tree_articulated = wp.array(articulated.astype(np.int32), dtype=wp.int32, device=device)
         n_mid_b, n_mid_dof = (nb, ndof) if self._midpoint else (1, 1)
         self._v_mid = zeros(n_mid_dof)
         self._v_delta = zeros(n_mid_dof)
@@ -749,9 +751,9 @@ class SolverSAP(newton.solvers.SolverBase):
         wp.launch(
             dynamics.velocity_product_changes,
             dim=len(topo.tree_bodies),
-            inputs=[T.tree_bodies, T.tree_body_start, T.body_tree, T.body_parent, model.body_flags, model.body_mass,
-                    model.body_com, model.body_inertia, T.body_joint, model.joint_type, model.joint_X_c,
-                    T.body_weld_start, T.body_welded, dt,
+            inputs=[T.tree_bodies, self._tree_articulated, T.body_tree, T.body_parent, model.body_flags,
+                    model.body_mass, model.body_com, model.body_inertia, T.body_joint, model.joint_type,
+                    model.joint_X_c, T.body_weld_start, T.body_welded, dt,
                     self._body_q, self._tree_ref, self._body_twist, self._body_bias_acc, self._mid_twist,
                     self._mid_bias_acc, self._delta_twist, self._delta_bias_acc],
             outputs=[self._mid_wrench],
