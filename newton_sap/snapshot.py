@@ -30,6 +30,10 @@ class SapSnapshot:
 
     Attributes:
         mass_matrix: ``M(q)`` [kg, kg·m, kg·m²], n×n per world, armature included, damping not.
+        problem_matrix: The step's ``A = M + Δt D + Δt² K`` [kg, kg·m, kg·m²], n×n per world: the mass matrix with
+            the joint damping and stiffness the step integrates implicitly (D, K below); the matrix of the SAP
+            problem's ``½ (v − v*)ᵀ A (v − v*)`` and of ``v_star``. ``mass_matrix`` where no joint has damping or
+            stiffness.
         bias: ``b(q, v)`` with ``M q̈ + b = τ`` [N, N·m]: gravity (less MuJoCo's gravity compensation,
             ``model.mujoco.gravcomp``), Coriolis and gyroscopic terms.
         tau: The step's right-hand side ``joint_f + Jᵀ body_f − b − D v0 − K (q0 + Δt v0 − q_rest)`` (``joint_f``
@@ -41,8 +45,9 @@ class SapSnapshot:
         v_star: Free-motion velocity ``v0 + Δt (M + Δt D + Δt² K)⁻¹ τ − Δt Ṫ q̇_int`` (public convention at ``q0``;
             the last term, zero but for a spinning free body whose COM is off its origin, is explained below).
         dofs: Per world, the (n,) increasing public dof indices of the rows and columns.
-        contact_jacobian: With contacts: per world, the contacts' ``J`` of shape (3·nc, n) with
-            ``v_c = J joint_qd`` [m/s], three rows (t1, t2, n) per contact in the order of Newton's contact buffer.
+        contact_jacobian: With a solve (``contacts`` or ``solve`` given to the snapshot): per world, the contacts'
+            ``J`` of shape (3·nc, n) with ``v_c = J joint_qd`` [m/s], three rows (t1, t2, n) per contact in the order
+            of Newton's contact buffer.
         contact_index: Per world, (nc,) each contact's index in Newton's contact buffer. The buffer's contacts
             between two bodies that cannot move (static shapes, bodies welded to the world, bodies moved by
             kinematic bodies' dofs alone) and those with
@@ -65,7 +70,16 @@ class SapSnapshot:
             first, in the order of Newton's contact buffer.
         constraint_jacobian: Per world, (3·m, n): three rows per constraint (unused rows are zero).
         constraint_impulse: Per world, (m, 3) the solved impulses [N·s] (row 0 for one-row types).
-        velocity: With contacts: per world, the step's solved velocity ``v`` (public convention at
+        constraint_compliance: Per world, (m, 3) every constraint's regularization ``R`` (its unused rows 1),
+            [kg⁻¹] for contacts, [kg⁻¹] or [(kg·m²)⁻¹] for a dof's rows.
+        constraint_bias_velocity: Per world, (m, 3) every constraint's ``v̂`` [m/s or rad/s], as
+            ``contact_bias_velocity`` for the contacts.
+        constraint_parameter: Per world, (m,) every constraint's type parameter (``constraints.dispatch``): μ
+            (contacts), the friction bound μ n0 [N·s] (lagged contacts), the impulse limit Δt·e of a drive or Δt·f_c
+            of joint friction [N·s or N·m·s], unused (0) for limits and equalities. The problem of a world is
+            ``min ½ (v − v*)ᵀ A (v − v*) + Σ ℓ_i(J_i v)`` over these (``tests/sap_reference.py`` solves it in
+            float64).
+        velocity: With a solve: per world, the step's solved velocity ``v`` (public convention at
             ``q0``): ``A (v − v*) = J_allᵀ γ_all`` at convergence.
 
     Internally the solver uses ``[ω; v_M]`` for FREE joints (see ``conventions.py``); with
@@ -80,6 +94,7 @@ class SapSnapshot:
     """
 
     mass_matrix: list[np.ndarray] = field(default_factory=list)
+    problem_matrix: list[np.ndarray] = field(default_factory=list)
     bias: list[np.ndarray] = field(default_factory=list)
     tau: list[np.ndarray] = field(default_factory=list)
     v_star: list[np.ndarray] = field(default_factory=list)
@@ -96,13 +111,16 @@ class SapSnapshot:
     constraint_kind: list[np.ndarray] = field(default_factory=list)
     constraint_jacobian: list[np.ndarray] = field(default_factory=list)
     constraint_impulse: list[np.ndarray] = field(default_factory=list)
+    constraint_compliance: list[np.ndarray] = field(default_factory=list)
+    constraint_bias_velocity: list[np.ndarray] = field(default_factory=list)
+    constraint_parameter: list[np.ndarray] = field(default_factory=list)
     velocity: list[np.ndarray] = field(default_factory=list)
 
 
-def take_snapshot(solver, state, control, dt: float, contacts) -> SapSnapshot:
-    """Run the step's dynamics (and, with ``contacts``, its SAP solve) on ``solver`` without
+def take_snapshot(solver, state, control, dt: float, contacts, solve: bool = False) -> SapSnapshot:
+    """Run the step's dynamics (and, with ``contacts`` or ``solve``, its SAP solve) on ``solver`` without
     integrating, and gather the results per world in public coordinates. ``control``: the step's control
-    arrays, all set (``SolverSAP._control``). After a snapshot with contacts, ``solver.stats`` describe
+    arrays, all set (``SolverSAP._control``). After a snapshot with a solve, ``solver.stats`` describe
     the snapshot's solve."""
     n = solver.topology.dof_count
 
@@ -114,6 +132,7 @@ def take_snapshot(solver, state, control, dt: float, contacts) -> SapSnapshot:
     mass_int = world_matrices(solver.topology, solver._rows.numpy().astype(np.float64))
     bias_int = -host(solver._tau)
     solver._step_dynamics(state, control, dt)
+    problem_int = world_matrices(solver.topology, solver._rows.numpy().astype(np.float64))
     tau_int, v0_int = host(solver._tau), host(solver._v0)
     solver._free_motion(dt)
     v_star_int = host(solver._v_star)
@@ -124,18 +143,19 @@ def take_snapshot(solver, state, control, dt: float, contacts) -> SapSnapshot:
         T_inv = np.linalg.inv(T)
         M_pub = T_inv.T @ mass_int[w] @ T_inv
         snap.mass_matrix.append(M_pub)
+        snap.problem_matrix.append(T_inv.T @ problem_int[w] @ T_inv)
         snap.bias.append(T_inv.T @ bias_int[s:e] - M_pub @ acc)
         snap.tau.append(T_inv.T @ tau_int[s:e] + M_pub @ acc)
         snap.v_star.append(T @ v_star_int[s:e])
         snap.dofs.append(dofs)
-    if contacts is not None:
-        _contact_data(solver, state, control, contacts, dt, maps, snap)
+    if contacts is not None or solve:
+        _problem_data(solver, state, control, contacts, dt, maps, snap)
     return snap
 
 
-def _contact_data(solver, state, control, contacts, dt, maps, snap) -> None:
-    """Set up and solve the step's contact problem, with the step's statistics (``solver.stats``, a
-    dropped-contacts warning); gather it per world."""
+def _problem_data(solver, state, control, contacts, dt, maps, snap) -> None:
+    """Set up and solve the step's SAP problem (``contacts`` may be None), with the step's statistics
+    (``solver.stats``, a dropped-contacts warning); gather it per world."""
     sap, topo = solver._sap, solver.topology
     solver._count_dropped_contacts(contacts, warn_stacklevel=5)  # the caller of solver.snapshot
     solver._flag_failed_inputs(state, control)
@@ -160,6 +180,8 @@ def _contact_data(solver, state, control, contacts, dt, maps, snap) -> None:
         "contact_impulse": sap.c_gamma.numpy(),
     }
     gamma = sap.c_gamma.numpy().astype(np.float64)
+    R, v_hat, parameter = (sap.c_R.numpy().astype(np.float64), sap.c_vhat.numpy().astype(np.float64),
+                           sap.c_param.numpy().astype(np.float64))  # fmt: skip
     # the contact slots are taken in no order of the buffer's (contact_rows): contacts by their index in the
     # buffer, then the other rows by slot
     slot = np.arange(len(c_world))
@@ -180,6 +202,9 @@ def _contact_data(solver, state, control, contacts, dt, maps, snap) -> None:
         snap.constraint_kind.append(c_kind[slots].copy())
         snap.constraint_jacobian.append(J)
         snap.constraint_impulse.append(gamma[slots])
+        snap.constraint_compliance.append(R[slots])
+        snap.constraint_bias_velocity.append(v_hat[slots])
+        snap.constraint_parameter.append(parameter[slots])
         snap.velocity.append(T @ v_int[s:e].astype(np.float64))
         for name, values in arrays.items():
             values = values[slots[contacts_w]]

@@ -926,17 +926,17 @@ class SolverSAP(newton.solvers.SolverBase):
             contacts_dropped=int(self._contact_overflow.numpy()[1]),
         )
 
-    def snapshot(self, state, control=None, dt: float = 1e-3, contacts=None) -> SapSnapshot:
+    def snapshot(self, state, control=None, dt: float = 1e-3, contacts=None, solve: bool = False) -> SapSnapshot:
         """Diagnostic snapshot of the dynamics at ``state`` (see :class:`~newton_sap.snapshot.SapSnapshot`);
         ``dt`` [s] is the step used for ``v_star`` and the constraint data; with ``contacts`` (Newton's
-        ``Contacts`` for ``state``) it also holds the step's contact problem and its solution. Copies to
-        NumPy: not for hot loops. Without ``contacts`` the last step's ``stats`` are left as they were; with
-        them, ``stats`` then describe the snapshot's SAP solve (iterations, residuals, dropped contacts)
-        until the next step."""
+        ``Contacts`` for ``state``), or with ``solve`` (a step without contacts: drives, limits, joint friction,
+        equalities), it also holds the step's SAP problem and its solution. Copies to NumPy: not for hot loops.
+        Without either the last step's ``stats`` are left as they were; with them, ``stats`` then describe the
+        snapshot's SAP solve (iterations, residuals, dropped contacts) until the next step."""
         dt = self._check_dt(dt)
         self._check_state(state, "state", ("joint_q", "joint_qd", "body_f"))
         self._require_unreduced_contacts(contacts)
-        return take_snapshot(self, state, self._control(control), dt, contacts)
+        return take_snapshot(self, state, self._control(control), dt, contacts, solve)
 
 
 def _requested(observables, kind: str):

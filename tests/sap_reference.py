@@ -1,13 +1,24 @@
-"""A float64 NumPy SAP solve of one world's contact problem from a solver snapshot (SAP.md §3, §6), as an
-independent reference for the float32 solver: the same regularized cones (``friction_cone_impulse``), their
-Hessians written out here, Newton's method with a bisection line search on the exact slope, run to a relative
-residual of 1e-12. Contacts only (worlds without joint-space rows), A = the snapshot's mass matrix."""
+"""A float64 NumPy SAP solve of one world's problem from a solver snapshot (SAP.md §3, §5, §6), as an independent
+reference for the float32 solver: every constraint of the step (contacts, drives, limits, joint friction,
+equalities, lagged contacts) with its impulse and Hessian written out here from the closed forms, Newton's method
+with a bisection line search on the exact slope, run to a relative residual of 1e-12. A (the mass matrix with the
+step's implicit joint damping and stiffness), v* and the constraints' J, R, v̂ and parameters are the snapshot's (what
+the solver built), so this checks the solve, not the modelling."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from contact_scenes import friction_cone_impulse, require_sap_contacts
+from newton_sap.constraints.dispatch import (
+    BILATERAL,
+    CONTACT,
+    CONTACT_LAGGED,
+    JOINT_FRICTION,
+    JOINT_LIMIT,
+    PD_DRIVE,
+)
+
+from contact_scenes import friction_cone_impulse
 
 SOFT_NORM = 1.0e-7  # ε of the tangential soft norm ``y_r = sqrt(|y_t|² + ε²)``, as the solver's
 
@@ -34,29 +45,74 @@ def friction_cone_hessian(v_c, v_hat, R, mu):
     return d_gamma / R[None, :]
 
 
-def solve_contact_problem(snap, world: int, v_start=None, rel_tolerance=1e-12, max_iterations=100) -> np.ndarray:
-    """The minimizer [m/s, rad/s] of ``½ (v − v*)ᵀ A (v − v*) + Σ_c ½ γ_cᵀ R_c γ_c`` for ``world`` of ``snap``,
-    from ``v_start`` (default v*), to ``‖D∇ℓ‖ ≤ rel_tolerance max(‖D A v‖, ‖D Jᵀγ‖)``, ``D = diag(A)^-½``."""
-    require_sap_contacts(snap, world)
-    A, v_star, J = snap.mass_matrix[world], snap.v_star[world], snap.contact_jacobian[world]
-    R, v_hat, mu = snap.contact_compliance[world], snap.contact_bias_velocity[world], snap.contact_friction[world]
+def lagged_contact_impulse(v_c, v_hat, R, bound):
+    """``(γ, G)`` of a lagged contact: the unilateral normal ``max(0, y_n)``, and the friction ``y_t`` projected onto
+    the disk of radius ``bound`` = μ n0 [N·s] (``constraints/lagged_contact.py``)."""
+    y = (v_hat - v_c) / R
+    gamma, d_gamma = np.zeros(3), np.zeros((3, 3))  # ∂γ/∂y
+    if y[2] > 0.0:
+        gamma[2], d_gamma[2, 2] = y[2], 1.0
+    y_r = np.linalg.norm(y[:2])
+    if bound > 0.0 and y_r <= bound:
+        gamma[:2], d_gamma[:2, :2] = y[:2], np.eye(2)
+    elif bound > 0.0:
+        t = y[:2] / y_r
+        gamma[:2], d_gamma[:2, :2] = bound * t, bound / y_r * (np.eye(2) - np.outer(t, t))
+    return gamma, d_gamma / R[None, :]
+
+
+def constraint_impulse(kind, v_c, v_hat, R, parameter):
+    """``(γ, G)`` [N·s, kg] of one constraint of ``kind`` (``constraints.dispatch``) at ``v_c`` [m/s or rad/s]:
+    ``γ = P(y)``, ``y = R⁻¹ (v̂ − v_c)``, ``G = −∂γ/∂v_c``. One-row types use row 0."""
+    if kind == CONTACT:
+        return friction_cone_impulse(v_c, v_hat, R, parameter), friction_cone_hessian(v_c, v_hat, R, parameter)
+    if kind == CONTACT_LAGGED:
+        return lagged_contact_impulse(v_c, v_hat, R, parameter)
+    if kind == BILATERAL:
+        return (v_hat - v_c) / R, np.diag(1.0 / R)
+    y = (v_hat[0] - v_c[0]) / R[0]
+    if kind in (PD_DRIVE, JOINT_FRICTION):  # a linear force saturating at the impulse limit
+        inside = abs(y) <= parameter
+        y_projected = y if inside else np.sign(y) * parameter
+    elif kind == JOINT_LIMIT:  # unilateral
+        inside = y > 0.0
+        y_projected = max(y, 0.0)
+    else:
+        raise ValueError(f"constraint type {kind} has no reference")
+    gamma, G = np.zeros(3), np.zeros((3, 3))
+    gamma[0], G[0, 0] = y_projected, (1.0 / R[0] if inside else 0.0)
+    return gamma, G
+
+
+def solve_sap_problem(snap, world: int, v_start=None, rel_tolerance=1e-12, max_iterations=100) -> np.ndarray:
+    """The minimizer [m/s, rad/s] of ``½ (v − v*)ᵀ A (v − v*) + Σ_i ℓ_i(J_i v)`` over the step's constraints in
+    ``world`` of ``snap``, from ``v_start`` (default v*), to ``‖D∇ℓ‖ ≤ rel_tolerance max(‖D A v‖, ‖D Jᵀγ‖)``,
+    ``D = diag(A)^-½``."""
+    A, v_star, J = snap.problem_matrix[world], snap.v_star[world], snap.constraint_jacobian[world]
+    kind, R = snap.constraint_kind[world], snap.constraint_compliance[world]
+    v_hat, parameter = snap.constraint_bias_velocity[world], snap.constraint_parameter[world]
     D = 1.0 / np.sqrt(np.diag(A))
 
-    def gradient(v):
+    def impulses(v):
+        """γ (m, 3) and the block-diagonal G (3m × 3m) at ``v``."""
         v_c = (J @ v).reshape(-1, 3)
-        gamma = np.array([friction_cone_impulse(v_c[k], v_hat[k], R[k], mu[k]) for k in range(len(mu))])
-        jt_gamma = J.T @ gamma.ravel()
-        return A @ (v - v_star) - jt_gamma, jt_gamma, v_c
+        gamma, G = np.zeros((len(kind), 3)), np.zeros((3 * len(kind), 3 * len(kind)))
+        for i in range(len(kind)):
+            gamma[i], G[3 * i : 3 * i + 3, 3 * i : 3 * i + 3] = constraint_impulse(
+                kind[i], v_c[i], v_hat[i], R[i], parameter[i]
+            )
+        return gamma, G
+
+    def gradient(v):
+        jt_gamma = J.T @ impulses(v)[0].ravel()
+        return A @ (v - v_star) - jt_gamma, jt_gamma
 
     v = np.array(v_star if v_start is None else v_start, np.float64)
     for _ in range(max_iterations):
-        grad, jt_gamma, v_c = gradient(v)
+        grad, jt_gamma = gradient(v)
         if np.linalg.norm(D * grad) <= rel_tolerance * max(np.linalg.norm(D * (A @ v)), np.linalg.norm(D * jt_gamma)):
             break
-        G = np.zeros((3 * len(mu), 3 * len(mu)))
-        for k in range(len(mu)):
-            G[3 * k : 3 * k + 3, 3 * k : 3 * k + 3] = friction_cone_hessian(v_c[k], v_hat[k], R[k], mu[k])
-        dv = -np.linalg.solve(A + J.T @ G @ J, grad)
+        dv = -np.linalg.solve(A + J.T @ impulses(v)[1] @ J, grad)
         lo, hi = 0.0, 1.5  # the convex cost's slope along dv rises from negative: bisect for its root
         if gradient(v + hi * dv)[0] @ dv <= 0.0:
             lo = hi

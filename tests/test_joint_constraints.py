@@ -455,9 +455,10 @@ def test_quadruped_stands_under_pd_for_ten_seconds():
     assert np.abs(s0.joint_qd.numpy()).max() < 0.05  # at rest
 
 
-def test_mimic_fingers_keep_their_coupling_while_grasping():
-    """A two-finger gripper: finger 2 mimics finger 1 (same opening, mirrored axis); finger 1 is driven
-    closed onto a 6 cm box standing on the ground. While the fingers squeeze it, q2 = q1 to 1e-4."""
+def mimic_gripper() -> tuple[newton.Model, np.ndarray]:
+    """A two-finger gripper: finger 2 mimics finger 1 (same opening, mirrored axis), finger 1 is driven (Kp 200,
+    Kd 20, effort 20 N) toward the returned targets, closed beyond the surfaces of a 6 cm box standing on the
+    ground between them (at 0.04 m of travel)."""
     b = newton.ModelBuilder(gravity=(0.0, 0.0, -G))
     cfg = newton.ModelBuilder.ShapeConfig(mu=1.0)
     fingers = []
@@ -478,12 +479,18 @@ def test_mimic_fingers_keep_their_coupling_while_grasping():
     b.add_ground_plane(cfg=cfg)
     model = b.finalize()
     assert model.joint_mimic_joint.numpy()[j2] == j1
+    target = model.joint_q.numpy().copy()
+    target[0] = 0.07  # closes beyond the box surface: squeezes it
+    return model, target
+
+
+def test_mimic_fingers_keep_their_coupling_while_grasping():
+    """The gripper closes onto the box: while the fingers squeeze it, q2 = q1 to 1e-4."""
+    model, target = mimic_gripper()
     solver = newton_sap.SolverSAP(model)
     pipeline = newton.CollisionPipeline(model)
     contacts = pipeline.contacts()
     control = model.control()
-    target = model.joint_q.numpy().copy()
-    target[0] = 0.07  # closes beyond the box surface (at 0.04 of travel): squeezes it
     control.joint_target_q.assign(target)
     s0, s1 = model.state(), model.state()
     newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)

@@ -62,3 +62,13 @@ def test_very_stiff_spring_is_stable_at_large_steps():
     """k = 1e5 with dt = 0.01 (ω·Δt ≈ 4.5): explicit springs diverge, the implicit one settles."""
     sim = simulate(rotor(0.0, 1e5, 0.3), -0.2, 3.0, 1e-2, 300)
     assert np.isfinite(sim).all() and abs(sim[-1, 0] - 0.3) < 1e-3
+
+
+def test_snapshot_problem_matrix_holds_the_implicit_damping_and_stiffness():
+    """The snapshot's ``problem_matrix`` is the step's ``A = I + Δt d + Δt² k`` about the axis (the SAP problem's
+    matrix), its ``mass_matrix`` the inertia I alone."""
+    dt, damping, stiffness = 0.01, 3.0, 40.0
+    model = rotor(damping, stiffness, 0.0)
+    snap = newton_sap.SolverSAP(model).snapshot(model.state(), dt=dt)
+    assert snap.mass_matrix[0][0, 0] == pytest.approx(INERTIA, rel=1e-6)
+    assert snap.problem_matrix[0][0, 0] == pytest.approx(INERTIA + dt * damping + dt**2 * stiffness, rel=1e-6)

@@ -3,7 +3,7 @@
 import newton
 import numpy as np
 import pytest
-from sap_reference import solve_contact_problem
+from sap_reference import solve_sap_problem
 
 import newton_sap
 
@@ -126,5 +126,5 @@ def test_a_tree_block_broken_in_float32_preconditions_by_its_diagonal(pcg_thread
     pipeline.collide(state, contacts)
     snap = solver.snapshot(state, dt=0.01, contacts=contacts)
     assert not solver.stats.failed.any() and solver.stats.converged.all()
-    reference = solve_contact_problem(snap, 1)
+    reference = solve_sap_problem(snap, 1)
     assert np.abs(snap.velocity[1] - reference).max() < 1e-2 * np.abs(reference).max()

@@ -7,6 +7,7 @@ import pytest
 import warp as wp
 
 import newton_sap
+from newton_sap.constraints.dispatch import JOINT_FRICTION, JOINT_LIMIT, PD_DRIVE
 from newton_sap.diagnostics import quat_to_matrix
 
 from contact_scenes import Run, box_on_ground
@@ -176,3 +177,20 @@ def test_stats_after_a_snapshot_with_contacts_describe_its_solve():
     stats = run.solver.stats
     assert not stats.contact_buffer_full and stats.contacts_dropped == 0
     assert stats.num_contacts[0] == len(snap.contact_distance[0]) > 2 and stats.converged.all()
+
+
+def test_snapshot_solves_a_problem_without_contacts_on_request():
+    """``solve=True`` gathers the SAP problem of a step without contacts (a chain's drives, limits and joint
+    friction): its solution is the velocity the step writes; without it the snapshot holds no problem."""
+    from test_convergence_report import swinging_chain
+
+    model = swinging_chain()
+    solver = newton_sap.SolverSAP(model)
+    s0, s1 = model.state(), model.state()
+    s0.joint_q.assign(np.array([0.48, 0.0, 0.0], np.float32))  # the first hinge reaches its limit in the step
+    s0.joint_qd.assign(np.array([3.0, -2.0, 1.0], np.float32))
+    assert solver.snapshot(s0, dt=0.01).velocity == []
+    snap = solver.snapshot(s0, dt=0.01, solve=True)
+    assert set(snap.constraint_kind[0].tolist()) == {int(PD_DRIVE), int(JOINT_LIMIT), int(JOINT_FRICTION)}
+    solver.step(s0, s1, None, None, 0.01)
+    assert np.allclose(snap.velocity[0], s1.joint_qd.numpy(), rtol=0.0, atol=1e-6)
