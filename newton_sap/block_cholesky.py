@@ -383,8 +383,9 @@ def _factor(
     ``U_kk = chol(H_kk)ᵀ`` (row p: ``(H_kk[p, :] − Σ_{q<p} U_kk[q, p] U_kk[q, :]) / U_kk[p, p]``, the lanes left
     of p in its chunk zeroed), ``U_ki = U_kk⁻ᵀ H_ki`` for its later neighbours i, and ``H_ij −= U_kiᵀ U_kj`` on
     the rows of the earlier of each pair of them (8×8 tiles: sums of outer products of chunks).
-    ``inv_diag`` [dof] keeps ``1 / U[p, p]``; the chunks left of the diagonal's are not read again. A
-    non-positive pivot (H not positive definite: broken input) leaves NaN, which the line search flags."""
+    ``inv_diag`` [dof] keeps ``1 / U[p, p]``; the chunks left of the diagonal's are not read again. Returns 1 where
+    a pivot was not positive (H not positive definite in float32; U then holds NaN), else 0."""
+    broken = int(0)
     for r in range(T):
         k = tree_order[t0 + r]
         xk = tree_dof_start[t0 + k]
@@ -401,6 +402,8 @@ def _factor(
             for q in range(p):
                 above = U[D + q * Pk + cp]
                 acc = acc - above[lp] * above
+            if not acc[lp] > 0.0:
+                broken = 1
             inv = 1.0 / wp.sqrt(acc[lp])
             inv_diag[xk + p] = inv
             U[row + cp] = wp.cw_mul(acc, _lanes_from(lp)) * inv
@@ -442,6 +445,106 @@ def _factor(
                             if 8 * ac + lane < ni:
                                 row = target + (8 * ac + lane) * Pj + cc
                                 U[row] = U[row] - S[lane]
+    return broken
+
+
+BREAKDOWN_SHIFTS = wp.constant(4)
+"""Refactorizations with a scaled diagonal where the float32 factorization of H breaks down (see
+:func:`_assemble_and_factor`)."""
+BREAKDOWN_FIRST_SHIFT = wp.constant(1.0e-5)
+"""The first relative diagonal shift δ of a refactorization, ``H_ii ← (1 + δ) H_ii``: some 100 times float32's
+round-off of the assembled entries."""
+BREAKDOWN_SHIFT_GROWTH = wp.constant(100.0)
+"""Factor by which δ grows from one refactorization to the next (1e-5, 1e-3, 0.1, 10)."""
+
+
+@wp.func
+def _scale_diagonal(
+    t0: int,
+    T: int,
+    pairs: int,
+    base: int,
+    tree_dof_count: wp.array(dtype=wp.int32),
+    block_index: wp.array(dtype=wp.int32),
+    U: wp.array(dtype=vec8f),
+    shift: float,
+):
+    """``H_ii ← (1 + shift) H_ii`` on the diagonal of the assembled H in U's blocks."""
+    for k in range(T):
+        nk = tree_dof_count[t0 + k]
+        Pk = _chunks(nk)
+        D = base + block_index[pairs + k * T + k]
+        for p in range(nk):
+            _add_entry(U, D + p * Pk, p, shift * _entry(U, D + p * Pk, p))
+
+
+@wp.func
+def _assemble_and_factor(
+    model: int,
+    keep_copy: int,
+    size: int,
+    keep: int,
+    t0: int,
+    T: int,
+    pairs: int,
+    base: int,
+    begin: int,
+    end: int,
+    tree_dof_start: wp.array(dtype=wp.int32),
+    tree_dof_count: wp.array(dtype=wp.int32),
+    tree_order: wp.array(dtype=wp.int32),
+    tree_A_offset: wp.array(dtype=wp.int32),
+    A_chunks: wp.array(dtype=vec8f),
+    dof_tree: wp.array(dtype=wp.int32),
+    dof_parent: wp.array(dtype=wp.int32),
+    world_constraints: wp.array(dtype=wp.int32),
+    c_G: wp.array(dtype=wp.mat33),
+    c_G_model: wp.array(dtype=wp.mat33),
+    c_nnz: wp.array(dtype=wp.int32),
+    c_dof: wp.array2d(dtype=wp.int32),
+    c_J: wp.array2d(dtype=wp.vec3),
+    tree_rank: wp.array(dtype=wp.int32),
+    later: wp.array(dtype=wp.int32),
+    later_count: wp.array(dtype=wp.int32),
+    block_index: wp.array(dtype=wp.int32),
+    U: wp.array(dtype=vec8f),
+    inv_diag: wp.array(dtype=float),
+):
+    """U's blocks set to ``H = A + Jᵀ G J`` (``model = 0``; with ``keep_copy``, H also kept ``keep`` chunks on, for
+    the stiction model) or to the stiction model's ``H̃ = H + Jᵀ (G̃ − G) J`` of the predicted rows from that copy
+    (``model = 1``), and factored (:func:`_factor`). Where the float32 factorization breaks down, H is assembled
+    again with its diagonal scaled by ``1 + δ`` (δ = ``BREAKDOWN_FIRST_SHIFT``, growing by ``BREAKDOWN_SHIFT_GROWTH``,
+    up to ``BREAKDOWN_SHIFTS`` times) and factored anew: the direction of a positive definite matrix, so still a
+    descent direction, and Newton's in all but the directions float32 cannot resolve. A long light chain touching
+    another body (24 links of 0.1 kg and 5 cm under a box, cond(D H D) ≈ 6e7 in float64) broke the factorization, and
+    its NaN direction failed the world in every step. Where every shift fails (NaN in H) U keeps NaN, and the world
+    fails."""
+    broken = int(1)
+    shift = float(0.0)
+    for attempt in range(BREAKDOWN_SHIFTS + 1):
+        if broken == 1:
+            if model == 0:
+                _start_blocks(size, t0, T, pairs, base, tree_dof_count, tree_order, tree_A_offset, A_chunks,
+                              block_index, U)  # fmt: skip
+                _add_rows(t0, T, pairs, base, begin, end, tree_dof_start, tree_dof_count, dof_tree, dof_parent,
+                          world_constraints, c_G, c_G, 0, c_nnz, c_dof, c_J, tree_rank, block_index, U)  # fmt: skip
+                if keep_copy == 1:
+                    for q in range(size):
+                        U[base + keep + q] = U[base + q]
+            else:
+                for q in range(size):
+                    U[base + q] = U[base + keep + q]
+                _add_rows(t0, T, pairs, base, begin, end, tree_dof_start, tree_dof_count, dof_tree, dof_parent,
+                          world_constraints, c_G_model, c_G, 1, c_nnz, c_dof, c_J, tree_rank, block_index,
+                          U)  # fmt: skip
+            if attempt > 0:
+                _scale_diagonal(t0, T, pairs, base, tree_dof_count, block_index, U, shift)
+            broken = _factor(t0, T, pairs, base, tree_dof_start, tree_dof_count, tree_rank, tree_order, later,
+                             later_count, block_index, U, inv_diag)  # fmt: skip
+            if attempt == 0:
+                shift = BREAKDOWN_FIRST_SHIFT
+            else:
+                shift = shift * BREAKDOWN_SHIFT_GROWTH
 
 
 @wp.func
@@ -714,20 +817,18 @@ def world_block_cholesky(
             _minimum_degree_order(t0, T, pairs, pattern, tree_degree, tree_rank, tree_order, later, tree_later_count)
             size = _place_blocks(t0, T, pairs, tree_dof_count, tree_order, later, tree_later_count, block_index)
             world_pool_used[w] = size
-        _start_blocks(size, t0, T, pairs, base, tree_dof_count, tree_order, tree_A_offset, A_chunks, block_index, U)
-        _add_rows(t0, T, pairs, base, begin, end, tree_dof_start, tree_dof_count, dof_tree, dof_parent,
-                  world_constraints, c_G, c_G, 0, c_nnz, c_dof, c_J, tree_rank, block_index, U)  # fmt: skip
-        may_predict = predict == 1 and world_predicts(world_plain_newton[w])
-        if may_predict:  # H kept beside the blocks (``keep`` chunks on) for the stiction model's
-            for q in range(size):
-                U[base + keep + q] = U[base + q]
-        _factor(t0, T, pairs, base, tree_dof_start, tree_dof_count, tree_rank, tree_order, later, tree_later_count,
-                block_index, U, inv_diag)  # fmt: skip
+        keep_copy = int(0)  # H kept beside the blocks (``keep`` chunks on) for the stiction model's
+        if predict == 1 and world_predicts(world_plain_newton[w]):
+            keep_copy = 1
+        _assemble_and_factor(0, keep_copy, size, keep, t0, T, pairs, base, begin, end, tree_dof_start, tree_dof_count,
+                             tree_order, tree_A_offset, A_chunks, dof_tree, dof_parent, world_constraints, c_G,
+                             c_G_model_out, c_nnz, c_dof, c_J, tree_rank, later, tree_later_count, block_index, U,
+                             inv_diag)  # fmt: skip
         _load_rhs(X, t0, T, tree_dof_start, tree_dof_count, tree_chunk_start, grad, U)
         _solve(t0, T, pairs, base, X, tree_dof_start, tree_dof_count, tree_chunk_start, tree_order, later,
                tree_later_count, block_index, U, inv_diag)  # fmt: skip
         _store_solution(X, t0, T, tree_dof_start, tree_dof_count, tree_chunk_start, U, dv_out)
-        if not may_predict:
+        if keep_copy == 0:
             continue
         # the stiction model along Δv (stiction_prediction.py): its right-hand side −∇ℓ + Jᵀ(γ̃ − γ) and G̃
         _load_rhs(X, t0, T, tree_dof_start, tree_dof_count, tree_chunk_start, grad, U)
@@ -748,12 +849,10 @@ def world_block_cholesky(
             continue
         # Δṽ = −H̃⁻¹ ∇ℓ_model, H̃ = H + Jᵀ (G̃ − G) J on the predicted rows, in the same order and placement (G̃ has
         # curvature on the same rows), adopted where it descends
-        for q in range(size):
-            U[base + q] = U[base + keep + q]
-        _add_rows(t0, T, pairs, base, begin, end, tree_dof_start, tree_dof_count, dof_tree, dof_parent,
-                  world_constraints, c_G_model_out, c_G, 1, c_nnz, c_dof, c_J, tree_rank, block_index, U)  # fmt: skip
-        _factor(t0, T, pairs, base, tree_dof_start, tree_dof_count, tree_rank, tree_order, later, tree_later_count,
-                block_index, U, inv_diag)  # fmt: skip
+        _assemble_and_factor(1, 0, size, keep, t0, T, pairs, base, begin, end, tree_dof_start, tree_dof_count,
+                             tree_order, tree_A_offset, A_chunks, dof_tree, dof_parent, world_constraints, c_G,
+                             c_G_model_out, c_nnz, c_dof, c_J, tree_rank, later, tree_later_count, block_index, U,
+                             inv_diag)  # fmt: skip
         _solve(t0, T, pairs, base, X, tree_dof_start, tree_dof_count, tree_chunk_start, tree_order, later,
                tree_later_count, block_index, U, inv_diag)  # fmt: skip
         slope = float(0.0)
