@@ -137,7 +137,7 @@ def cg_update_precondition_trees(
 ):
     """Per tree of an iterating world. ``update = 1`` (a CG step): first, on the tree's dofs, ``α = rᵀz / pᵀHp``,
     ``Δv += α p``, ``r −= α Hp``, ``Hp = 0`` for the next product, and ``r_tᵀ r_t`` added to the world's ``rᵀr``
-    (where ``pᵀHp ≤ 0`` nothing: no curvature left to use, :func:`cg_next_worlds` stops the world without a
+    (where ``pᵀHp ≤ 0`` or NaN nothing: no curvature left to use, :func:`cg_next_worlds` stops the world without a
     step). Then ``z_t = P_t⁻¹ r_t`` (:func:`~newton_sap.pcg.precondition_tree`) and ``r_tᵀ z_t`` added to the
     world's sum in column ``sum_column`` (``rᵀz``, or the new ``rᵀz``). The update rides on the tree's
     preconditioner thread, which reads its r anyway: one launch per CG step instead of two."""
@@ -149,7 +149,7 @@ def cg_update_precondition_trees(
     s = tree_dof_start[t]
     if update == 1:
         pHp = cg_sums[w, 2]
-        if pHp <= 0.0:
+        if not pHp > 0.0:  # no curvature along p in float32, or NaN: no step
             return
         alpha = cg_sums[w, 1] / pHp
         rr = float(0.0)
@@ -272,14 +272,14 @@ def cg_next_worlds(
     cg_beta: wp.array(dtype=float),
     any_iterating: wp.array(dtype=wp.int32),
 ):
-    """Per iterating world: stop where ``pᵀHp ≤ 0`` (no step taken), at ``‖r‖ ≤ η ‖b‖`` or after
+    """Per iterating world: stop where ``pᵀHp ≤ 0`` or NaN (no step taken), at ``‖r‖ ≤ η ‖b‖`` or after
     ``max_iterations`` steps (the last two: ``world_forcing`` then holds the relative residual reached, 1 if
     unknown; the line search's float32 stall tests take only precise directions); otherwise
     ``β = rᵀz_new / rᵀz``, the new ``rᵀz`` kept and the other per-iteration sums cleared, and the loop goes on."""
     w = wp.tid()
     if cg_active[w] == 0:
         return
-    if cg_sums[w, 2] <= 0.0:
+    if not cg_sums[w, 2] > 0.0:  # as world_pcg: a NaN pᵀHp stops the world with what it reached
         cg_active[w] = 0
         world_forcing[w] = 1.0  # stopped short of η, how far unknown: not a precise direction
         return

@@ -830,15 +830,16 @@ def check_convergence(
     ``trees_within``: the world's norms are dominated by its heaviest or fastest trees), when Newton's method
     stalled at the float32 floor (``line_search``: no descent, no move, or a flat cost while the residual no longer
     falls fast, ``FLOOR_PROGRESS``, and every tree is near its own optimum, ``TREE_FLOOR``), or after
-    ``max_iterations`` (not converged). A world that stalled so (a flat cost only once its residual no longer falls
-    fast) while its residual is above ``NO_DESCENT_RELATIVE_RESIDUAL`` of ``max(‖D A v‖, ‖D Jᵀγ‖)`` stops not
-    converged. NaN residuals never pass, so a broken world ends not converged. ``iteration_count[0]`` is the number
-    of Newton iterations done in this loop, ``world_iteration_offset`` those of the world's earlier loops in the
-    step (a retry, see the module doc); ``any_active_out[0]`` (zeroed before) becomes 1 if some world goes on; a
-    world that goes on within ``PREDICTION_MAX_RELATIVE_RESIDUAL`` of optimality takes plain Newton steps from here
-    on (``world_plain_newton``). The per-world sums of the next Newton step start at zero here (a memset each would
-    be one more node per iteration in a GPU graph); this relies on ``world_active`` changing only here and in
-    ``init_worlds``, so that every world of a Newton step had its sums zeroed."""
+    ``max_iterations`` (not converged). A world without descent or without a move while its residual is above
+    ``NO_DESCENT_RELATIVE_RESIDUAL`` of ``max(‖D A v‖, ‖D Jᵀγ‖)`` stops not converged; one with a flat cost that far
+    out goes on (no float32 floor). NaN residuals never pass, so a broken world ends not converged.
+    ``iteration_count[0]`` is the number of Newton iterations done in this loop, ``world_iteration_offset`` those of
+    the world's earlier loops in the step (a retry, see the module doc); ``any_active_out[0]`` (zeroed before)
+    becomes 1 if some world goes on; a world that goes on within ``PREDICTION_MAX_RELATIVE_RESIDUAL`` of optimality
+    takes plain Newton steps from here on (``world_plain_newton``). The per-world sums of the next Newton step start
+    at zero here (a memset each would be one more node per iteration in a GPU graph); this relies on
+    ``world_active`` changing only here and in ``init_worlds``, so that every world of a Newton step had its sums
+    zeroed."""
     w = wp.tid()
     if world_active[w] == 0:
         return
@@ -866,7 +867,7 @@ def check_convergence(
     ):  # fmt: skip
         world_active[w] = 0
     elif (
-        (no_move or flat_and_slow)
+        no_move
         and residual > NO_DESCENT_RELATIVE_RESIDUAL * scale
         and residual
         > (
@@ -900,7 +901,11 @@ def newton_direction_kernel(n: int):
     the tree LDLᵀ). Where the factorization breaks down in float32 (H too ill-conditioned: a pivot not positive,
     the direction not finite), the Jacobi direction ``−∇ℓ_i / H_ii``, which descends as well: the world goes on,
     slowly, instead of failing on NaN (a planar chain of 32 light links on the ground failed every step so on the
-    GPU's path)."""
+    GPU's path). The pivots are checked on L's diagonal, not only through the direction: on CUDA Warp's Cholesky
+    runs in cuSolverDx, which reports a failed factorization by a status Warp does not return, and a LAPACK-style
+    factorization stops at the failing column with that pivot (not positive) on the diagonal and the columns after it
+    untouched, so its solve can be finite (a behaviour read from the documentation, not seen: no GPU in this
+    repository's checks)."""
 
     @wp.kernel(module="unique", module_options={"enable_backward": False})
     def newton_direction(
@@ -922,9 +927,14 @@ def newton_direction_kernel(n: int):
         start = bucket_dof_start[t]
         H = wp.tile_load(H_blocks[t], shape=(n, n))
         L = wp.tile_cholesky(H)
+        factored = int(1)  # every pivot positive: on CUDA a failed factorization need not leave NaN behind
+        for i in range(n):
+            pivot = wp.tile_extract(L, i, i)
+            if not (pivot > 0.0 and wp.isfinite(pivot)):
+                factored = 0
         g = wp.tile_load(grad, shape=n, offset=start)
         dv = wp.tile_cholesky_solve(L, g)
-        if wp.isfinite(wp.tile_extract(wp.tile_sum(dv), 0)):
+        if factored == 1 and wp.isfinite(wp.tile_extract(wp.tile_sum(dv), 0)):
             wp.tile_store(dv_out, -dv, offset=start)
         else:
             for i in range(n):  # every thread of the block writes the same values
