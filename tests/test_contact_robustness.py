@@ -366,7 +366,7 @@ def test_a_block_cholesky_broken_in_float32_refactors_with_a_scaled_diagonal(lin
     couple two trees; 64 links take it by default, 24 with ``dense_world_max_dofs=0``): the float32 factorization of
     H (cond(D H D) ≈ 6e7 in float64 at 24 links) broke down in the third step, and the world failed in every step
     after with NaN velocities. Refactored with its diagonal scaled by ``1 + δ`` where it breaks down, every step
-    converges (24 links: 4.2 Newton iterations per step; 64: 17, 90 %, the others stopped at ``max_iterations``
+    converges (24 links: 4.6 Newton iterations per step; 64: 17, 90 %, the others stopped at ``max_iterations``
     near the float32 floor) and the box rests on the chain."""
     run = Run(light_chain(links, box=True).finalize(), dense_world_max_dofs=0 if links < 64 else 64)
     for _ in range(30):
