@@ -169,19 +169,18 @@ def _problem_data(solver, state, control, contacts, dt, maps, snap) -> None:
     v_int = v.numpy()
     c_world, c_kind = sap.c_world.numpy(), sap.c_kind.numpy()
     c_nnz, c_dof, c_J = sap.c_nnz.numpy(), sap.c_dof.numpy(), sap.c_J.numpy().astype(np.float64)
-    arrays = {
+    # per slot, every constraint's (the constraint_* fields, and the contact_* ones of the contacts among them)
+    per_slot = {name: array.numpy().astype(np.float64)
+                for name, array in (("impulse", sap.c_gamma), ("compliance", sap.c_R),
+                                    ("bias_velocity", sap.c_vhat), ("parameter", sap.c_param))}  # fmt: skip
+    contact_names = {"impulse": "contact_impulse", "compliance": "contact_compliance",
+                     "bias_velocity": "contact_bias_velocity", "parameter": "contact_friction"}  # fmt: skip
+    contact_only = {  # per slot, the contacts' alone
         "contact_index": sap.c_contact.numpy(),
-        "contact_frame": sap.c_frame.numpy(),
-        "contact_distance": sap.c_phi.numpy(),
-        "contact_point": sap.c_point.numpy(),
-        "contact_compliance": sap.c_R.numpy(),
-        "contact_bias_velocity": sap.c_vhat.numpy(),
-        "contact_friction": sap.c_param.numpy(),
-        "contact_impulse": sap.c_gamma.numpy(),
+        "contact_frame": sap.c_frame.numpy().astype(np.float64),
+        "contact_distance": sap.c_phi.numpy().astype(np.float64),
+        "contact_point": sap.c_point.numpy().astype(np.float64),
     }
-    gamma = sap.c_gamma.numpy().astype(np.float64)
-    R, v_hat, parameter = (sap.c_R.numpy().astype(np.float64), sap.c_vhat.numpy().astype(np.float64),
-                           sap.c_param.numpy().astype(np.float64))  # fmt: skip
     # the contact slots are taken in no order of the buffer's (contact_rows): contacts by their index in the
     # buffer, then the other rows by slot
     slot = np.arange(len(c_world))
@@ -201,14 +200,12 @@ def _problem_data(solver, state, control, contacts, dt, maps, snap) -> None:
         snap.contact_jacobian.append(J[rows])
         snap.constraint_kind.append(c_kind[slots].copy())
         snap.constraint_jacobian.append(J)
-        snap.constraint_impulse.append(gamma[slots])
-        snap.constraint_compliance.append(R[slots])
-        snap.constraint_bias_velocity.append(v_hat[slots])
-        snap.constraint_parameter.append(parameter[slots])
+        for name, values in per_slot.items():
+            getattr(snap, f"constraint_{name}").append(values[slots])
+            getattr(snap, contact_names[name]).append(values[slots[contacts_w]])
+        for name, values in contact_only.items():
+            getattr(snap, name).append(values[slots[contacts_w]])
         snap.velocity.append(T @ v_int[s:e].astype(np.float64))
-        for name, values in arrays.items():
-            values = values[slots[contacts_w]]
-            getattr(snap, name).append(values if name == "contact_index" else values.astype(np.float64))
 
 
 def _velocity_maps(solver, v0_int: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
