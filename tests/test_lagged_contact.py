@@ -4,6 +4,7 @@ cost; its whole scenes run in ``test_contact_scenes.py`` beside SAP's."""
 import numpy as np
 import pytest
 import warp as wp
+from sap_reference import lagged_contact_impulse
 
 from newton_sap.constraints.dispatch import (
     CONTACT_LAGGED,
@@ -21,16 +22,6 @@ V_HAT = np.array([0.01, -0.02, 0.0833])  # [m/s] a tangential part as a kinemati
 def evaluate(v_c, limit):
     n = len(v_c)
     return evaluate_rows(CONTACT_LAGGED, v_c, [V_HAT] * n, [R] * n, limit)
-
-
-def reference(v, limit):
-    """γ of the module doc in float64: the normal's ``max(0, y_n)`` beside the disk projection of ``y_t``."""
-    y = (V_HAT - v) / R
-    gamma = np.zeros(3)
-    gamma[2] = max(y[2], 0.0)
-    y_r = np.linalg.norm(y[:2])
-    gamma[:2] = y[:2] if y_r <= limit else limit * y[:2] / y_r
-    return gamma
 
 
 def random_cases(region, n, rng):
@@ -69,7 +60,9 @@ def test_impulse_and_hessian_are_derivatives_of_the_cost(region):
         fd_G = np.stack([-(gamma[1 + 2 * k] - gamma[2 + 2 * k]) / (2 * h) for k in range(3)], axis=1)
         scale_g = max(np.abs(gamma[0]).max(), 1.0)
         scale_G = max(np.abs(Gs[0]).max(), 1.0)
-        np.testing.assert_allclose(gamma[0], reference(v, limit), rtol=1e-5, atol=1e-5 * scale_g)
+        np.testing.assert_allclose(
+            gamma[0], lagged_contact_impulse(v, V_HAT, R, limit)[0], rtol=1e-5, atol=1e-5 * scale_g
+        )
         assert np.abs(fd_gamma - gamma[0]).max() < 2e-2 * scale_g, (region, v, limit)
         assert np.abs(fd_G - Gs[0]).max() < 2e-2 * scale_G, (region, v, limit)
         assert np.allclose(Gs[0], Gs[0].T, atol=1e-5 * scale_G)
