@@ -2,37 +2,18 @@
 
 import numpy as np
 import pytest
-import warp as wp
 
-from newton_sap.constraints.dispatch import BILATERAL, JOINT_FRICTION, JOINT_LIMIT, PD_DRIVE, constraint_impulse
+from newton_sap.constraints.dispatch import BILATERAL, JOINT_FRICTION, JOINT_LIMIT, PD_DRIVE
 
-
-@wp.kernel
-def _evaluate(
-    kind: int,
-    v_c: wp.array(dtype=float),
-    v_hat: float,
-    R: float,
-    parameter: float,
-    gamma_out: wp.array(dtype=float),
-    G_out: wp.array(dtype=float),
-    cost_out: wp.array(dtype=float),
-):
-    i = wp.tid()
-    g, G, c = constraint_impulse(
-        kind, wp.vec3(v_c[i], 0.0, 0.0), wp.vec3(v_hat, 0.0, 0.0), wp.vec3(R, 1.0, 1.0), parameter
-    )
-    gamma_out[i] = g[0]
-    G_out[i] = G[0, 0]
-    cost_out[i] = c
+from contact_scenes import evaluate_rows
 
 
 def evaluate(kind, v, v_hat, R, parameter):
-    out = [wp.zeros(len(v), dtype=float) for _ in range(3)]
-    wp.launch(
-        _evaluate, dim=len(v), inputs=[kind, wp.array(np.asarray(v, np.float32)), v_hat, R, parameter], outputs=out
-    )
-    return [o.numpy().astype(np.float64) for o in out]
+    """γ, G and ℓ of one-row constraints of ``kind`` at the velocities ``v`` (row 0 of ``evaluate_rows``)."""
+    n = len(v)
+    gamma, G, cost = evaluate_rows(kind, [(x, 0.0, 0.0) for x in v], [(v_hat, 0.0, 0.0)] * n, [(R, 1.0, 1.0)] * n,
+                                   [parameter] * n)  # fmt: skip
+    return gamma[:, 0], G[:, 0, 0], cost
 
 
 # (kind, v̂, R, parameter, velocities inside one region)
