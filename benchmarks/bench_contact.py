@@ -11,6 +11,8 @@ the replicated builder once, so it is a single static shape shared by all worlds
   other on the ground, faces touching.
 * ``spheres``: 50 spheres (radius 0.05 m, free bodies, 300 dofs in one world) dropped into a bin made of
   four static box walls on the ground.
+* ``snake`` (not in the default run): a snake of 66 boxes on vertical hinges (one tree of 71 dofs, FREE root, above
+  ``dense_max_dofs`` = 64), in a gentle S lying 1 cm above the ground; it drops and rests on about 260 contacts.
 
 Every solver steps the same model from the same initial state, with the same ``dt`` and default options
 (Featherstone: its defaults; MuJoCo: ``use_mujoco_cpu=False`` and the scene's ``nconmax``/``njmax``;
@@ -51,7 +53,7 @@ runs with ``--scenes`` left empty.
 
 Usage::
 
-    python benchmarks/bench_contact.py [--scenes ant humanoid boxes spheres] [--worlds 1 64 1024]
+    python benchmarks/bench_contact.py [--scenes ant humanoid boxes spheres snake] [--worlds 1 64 1024]
         [--solvers SAP Featherstone MuJoCo] [--dt 0.01] [--steps 200] [--warmup 0.5] [--fallback-dt 0.002]
         [--sweep-dts 0.002 0.005 0.01 0.02 0.04] [--sweep-scene ant] [--sweep-worlds 1] [--sweep-seconds 2]
         [--no-sweep] [--graph] [--device cpu]
@@ -142,6 +144,27 @@ def _add_spheres(b: newton.ModelBuilder, count: int = 50, radius: float = 0.05) 
         b.add_shape_sphere(body, radius=radius, cfg=cfg)
 
 
+def _add_snake(b: newton.ModelBuilder, links: int = 66, half: float = 0.06, gap: float = 0.005) -> None:
+    """``links`` boxes of 12 × 6 × 6 cm (μ 0.6) joined end to end by hinges about z under a FREE root (one tree of
+    ``links + 5`` dofs), in an S (hinge k at 0.25 sin(2πk/22) rad: a heading swinging about ±50°, no two links
+    overlapping) 1 cm above the ground."""
+    cfg = newton.ModelBuilder.ShapeConfig(mu=0.6)
+    joints, parent = [], None
+    for k in range(links):
+        link = b.add_link()
+        b.add_shape_box(link, hx=half, hy=0.03, hz=0.03, cfg=cfg)
+        if parent is None:
+            joints.append(b.add_joint_free(link, parent_xform=wp.transform((0.0, 0.0, 0.04), wp.quat_identity())))
+        else:
+            joints.append(b.add_joint_revolute(
+                parent, link, axis=(0.0, 0.0, 1.0), parent_xform=wp.transform((half + gap, 0, 0), wp.quat_identity()),
+                child_xform=wp.transform((-half - gap, 0, 0), wp.quat_identity()),
+            ))  # fmt: skip
+            b.joint_q[b.joint_q_start[joints[-1]]] = 0.25 * math.sin(2.0 * math.pi * k / 22.0)
+        parent = link
+    b.add_articulation(joints)
+
+
 @dataclass(frozen=True)
 class Scene:
     """A benchmark scene: how to build one world, and what to measure on it."""
@@ -183,8 +206,13 @@ SCENES: dict[str, Scene] = {
         mujoco={"nconmax": 2000, "njmax": 8000},
         sweep_height=(0.045, 0.15),
     ),  # fmt: skip  # radius 0.05: resting, at most a few mm into contact
+    "snake": Scene(
+        _add_snake, "mean link z (rest 0.03)", "all", mujoco={"nconmax": 400, "njmax": 2400}, sweep_height=(0.02, 0.05)
+    ),  # fmt: skip
 }
-"""Scene name -> scene, in the default run order (the sphere pile last)."""
+"""Scene name -> scene, in the default run order (the sphere pile last of issue 3's scenes, then the snake)."""
+DEFAULT_SCENES = ("ant", "humanoid", "boxes", "spheres")
+"""Issue 3's scenes, run by default."""
 
 
 def build_model(scene: str, worlds: int, device) -> newton.Model:
@@ -327,6 +355,8 @@ class Row:
     """SAP: Newton iterations, shape (steps, worlds)."""
     converged: np.ndarray | None = None
     """SAP: per-step, per-world convergence flags."""
+    cg_iterations: np.ndarray | None = None
+    """SAP: CG iterations (PCG worlds; 0 elsewhere), shape (steps, worlds)."""
     sanity: Sanity | None = None
     error: str = ""
 
@@ -346,7 +376,7 @@ def timed_run(stepper: Stepper, row: Row, warmup_steps: int, scene: str, probe) 
     for _ in range(max(warmup_steps, 3 if stepper.graphs.enabled else 0)):  # graph: one launched step, two captures
         stepper.step(row.dt)
     is_sap = isinstance(stepper.solver, newton_sap.SolverSAP)
-    iterations, converged = [], []
+    iterations, converged, cg_iterations = [], [], []
     elapsed = 0.0
     for _ in range(row.steps):
         wp.synchronize_device(device)
@@ -358,9 +388,11 @@ def timed_run(stepper: Stepper, row: Row, warmup_steps: int, scene: str, probe) 
             stats = stepper.solver.stats
             iterations.append(stats.iterations)
             converged.append(stats.converged)
+            cg_iterations.append(stats.cg_iterations)
     row.seconds = elapsed
     if is_sap:
         row.iterations, row.converged = np.array(iterations), np.array(converged)
+        row.cg_iterations = np.array(cg_iterations)
     row.sanity = sanity(scene, stepper.model, stepper.state, probe)
 
 
@@ -471,10 +503,11 @@ def stable_dt_sweep(args) -> dict[str, dict[float, str]]:
 
 
 def _sap_columns(row: Row) -> list[str]:
-    """Mean / max Newton iterations per step and the converged fraction (SAP rows only)."""
+    """Mean / max Newton iterations per step, the converged fraction and CG iterations per step (SAP rows only)."""
     if row.iterations is None:
-        return ["", "", ""]
-    return [f"{row.iterations.mean():.2f}", str(int(row.iterations.max())), f"{row.converged.mean():.3f}"]
+        return ["", "", "", ""]
+    return [f"{row.iterations.mean():.2f}", str(int(row.iterations.max())), f"{row.converged.mean():.3f}",
+            f"{row.cg_iterations.mean():.1f}"]  # fmt: skip
 
 
 def markdown(rows: list[Row], sweep: dict[str, dict[float, str]] | None, args, elapsed: float) -> str:
@@ -494,15 +527,15 @@ def markdown(rows: list[Row], sweep: dict[str, dict[float, str]] | None, args, e
     ]
     cols = [
         "scene", "dofs/world", "worlds", "solver", "dt [s]", "steps", "ms/step", "env-steps/s",
-        "vs SAP (env-steps/s)", "sim-s/s", "SAP iters mean", "SAP iters max", "SAP converged", "final state",
+        "vs SAP (env-steps/s)", "sim-s/s", "SAP iters mean", "SAP iters max", "SAP converged", "SAP CG iters mean",
+        "final state",
     ]  # fmt: skip
-    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join(["---"] + ["---:"] * 12 + ["---"]) + "|"]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join(["---"] + ["---:"] * 13 + ["---"]) + "|"]
     sap_rate = {(r.scene, r.worlds, r.dt): r.env_steps_per_s for r in rows if r.solver == "SAP" and not r.error}
     for r in rows:
         if r.error:
-            lines.append(
-                f"| {r.scene} | {r.dofs or ''} | {r.worlds} | {r.solver} | {r.dt} | | | | | | | | | error: {r.error} |"
-            )
+            empty = " |" * 9
+            lines.append(f"| {r.scene} | {r.dofs or ''} | {r.worlds} | {r.solver} | {r.dt} |{empty} error: {r.error} |")
             continue
         base = sap_rate.get((r.scene, r.worlds, args.dt))
         ratio = f"{r.env_steps_per_s / base:.2f}x" if base else "n/a"
@@ -532,7 +565,9 @@ def markdown(rows: list[Row], sweep: dict[str, dict[float, str]] | None, args, e
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--scenes", nargs="*", choices=list(SCENES), default=list(SCENES), help="none: the sweep only")
+    parser.add_argument(
+        "--scenes", nargs="*", choices=list(SCENES), default=list(DEFAULT_SCENES), help="none: the sweep only"
+    )
     parser.add_argument("--worlds", nargs="+", type=int, default=[1, 64, 1024])
     parser.add_argument("--solvers", nargs="+", choices=SOLVERS, default=list(SOLVERS))
     parser.add_argument("--dt", type=float, default=0.01, help="time step [s] (default 0.01)")

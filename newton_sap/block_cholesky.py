@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import warp as wp
 
+from .factorization import BREAKDOWN_FIRST_SHIFT, BREAKDOWN_SHIFT_GROWTH, BREAKDOWN_SHIFTS
 from .jacobian import second_walk
 from .stiction_prediction import stiction_model_row, world_predicts
 
@@ -446,16 +447,6 @@ def _factor(
                                 row = target + (8 * ac + lane) * Pj + cc
                                 U[row] = U[row] - S[lane]
     return broken
-
-
-BREAKDOWN_SHIFTS = wp.constant(4)
-"""Refactorizations with a scaled diagonal where the float32 factorization of H breaks down (see
-:func:`_assemble_and_factor`)."""
-BREAKDOWN_FIRST_SHIFT = wp.constant(1.0e-5)
-"""The first relative diagonal shift δ of a refactorization, ``H_ii ← (1 + δ) H_ii``: some 100 times float32's
-round-off of the assembled entries."""
-BREAKDOWN_SHIFT_GROWTH = wp.constant(100.0)
-"""Factor by which δ grows from one refactorization to the next (1e-5, 1e-3, 0.1, 10)."""
 
 
 @wp.func

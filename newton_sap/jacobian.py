@@ -31,6 +31,20 @@ def second_walk(c: int, nnz: int, c_dof: wp.array2d(dtype=wp.int32), dof_parent:
 
 
 @wp.func
+def on_one_chain(x: int, y: int, dof_parent: wp.array(dtype=wp.int32), dof_depth: wp.array(dtype=wp.int32)):
+    """Whether dofs x and y lie on one chain: one of them is the other or one of its ancestors (the pairs that
+    A's sparsity, and so the tree LDLᵀ, couple)."""
+    deep = x
+    shallow = y
+    if dof_depth[y] > dof_depth[x]:
+        deep = y
+        shallow = x
+    while deep >= 0 and dof_depth[deep] > dof_depth[shallow]:
+        deep = dof_parent[deep]
+    return deep == shallow
+
+
+@wp.func
 def row_product(c: int, c_nnz: wp.array(dtype=wp.int32), c_dof: wp.array2d(dtype=wp.int32),
                 c_J: wp.array2d(dtype=wp.vec3), x: wp.array(dtype=float)):  # fmt: skip
     """``J_c x`` of row c from its sparse entries (dof, 3-vector): ``Σ_e J_e x[dof_e]``."""

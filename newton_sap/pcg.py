@@ -3,9 +3,11 @@
 
 ``H = A + Jᵀ G J`` is applied matrix-free (sparse A rows plus the contact Jacobians). The
 preconditioner is block-diagonal by tree, ``P_t = A_t + (Jᵀ G J)_tt``: a dense tile Cholesky per tree
-size for trees of at most ``dense_max_dofs`` dofs, its diagonal (Jacobi) for larger trees. A world
-whose contacts only touch one tree each (robots on the ground, objects on static geometry) has
-``P = H`` and converges in one iteration; contacts between trees are what CG iterates on.
+size for trees of at most ``dense_max_dofs`` dofs, the tree LDLᵀ of ``factorization.py`` for larger trees
+(one thread per tree factors it, ``factor_trees``) without the entries that couple two branches of the tree
+(self-contacts; ``sap.hessian_assembly``). A world whose contacts only touch one chain of one tree each
+(robots on the ground, objects on static geometry) has ``P = H`` and converges in one iteration; contacts
+between trees or branches are what CG iterates on.
 
 One thread per world runs the whole CG loop (``world_pcg``): a single launch per Newton iteration,
 where a launch per CG operation would be dominated by launch overhead (hundreds of CG iterations on a
@@ -20,6 +22,7 @@ import functools
 
 import warp as wp
 
+from .factorization import solve_factored_tree
 from .jacobian import row_product
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
@@ -87,27 +90,38 @@ def precondition_tree(
     s: int,
     m: int,
     dof_dense_offset: wp.array(dtype=wp.int32),
+    dof_parent: wp.array(dtype=wp.int32),
+    dof_depth: wp.array(dtype=wp.int32),
+    dof_row_start: wp.array(dtype=wp.int32),
     P: wp.array(dtype=float),
+    P_factor: wp.array(dtype=float),
     pdiag: wp.array(dtype=float),
     r: wp.array(dtype=float),
     z: wp.array(dtype=float),
 ):
-    """``z = P_t⁻¹ r`` over one tree's dofs [s, s + m): forward and back substitution with the tree's stored
-    Cholesky factor L (row-major, lower triangle, at ``dof_dense_offset[s]``), Jacobi for a tree without
-    a dense block (offset < 0) and for one whose factorization broke down in float32 (a pivot not positive:
-    L's diagonal NaN from there on; A's diagonal then). A 19-dof tree with stiff self-contacts (cond(A) 1e5)
-    turned its world NaN, flagged failed, where the dense and block-Cholesky solves converge (helper review,
+    """``z = P_t⁻¹ r`` over one tree's dofs [s, s + m). A tree with a dense block (``dof_dense_offset[s] ≥ 0``):
+    forward and back substitution with its stored Cholesky factor L (row-major, lower triangle, at that offset).
+    A larger tree: its tree LDLᵀ in ``P_factor`` (A's layout, :func:`~newton_sap.factorization.solve_factored_tree`).
+    Jacobi (A's diagonal plus that of ``Jᵀ G J``) where the factorization broke down in float32 (a pivot not
+    positive: L's diagonal, or D, NaN or negative from there on). A 19-dof tree with stiff self-contacts (cond(A)
+    1e5) turned its world NaN, flagged failed, where the dense and block-Cholesky solves converge (helper review,
     session 28)."""
     block = dof_dense_offset[s]
-    factored = block >= 0
-    if factored:
-        for a in range(m):
+    factored = bool(True)
+    for a in range(m):
+        pivot = float(0.0)
+        if block >= 0:
             pivot = P[block + a * m + a]
-            if not (pivot > 0.0 and wp.isfinite(pivot)):
-                factored = False
+        else:
+            pivot = P_factor[dof_row_start[s + a]]
+        if not (pivot > 0.0 and wp.isfinite(pivot)):
+            factored = False
     if not factored:
         for a in range(m):
             z[s + a] = r[s + a] / pdiag[s + a]
+        return
+    if block < 0:
+        solve_factored_tree(s, m, dof_parent, dof_depth, dof_row_start, P_factor, r, z)
         return
     for a in range(m):  # L y = r
         acc = r[s + a]
@@ -129,7 +143,11 @@ def apply_preconditioner(
     dof_dense_offset: wp.array(dtype=wp.int32),
     dof_tree: wp.array(dtype=wp.int32),
     tree_dof_count: wp.array(dtype=wp.int32),
+    dof_parent: wp.array(dtype=wp.int32),
+    dof_depth: wp.array(dtype=wp.int32),
+    dof_row_start: wp.array(dtype=wp.int32),
     P: wp.array(dtype=float),
+    P_factor: wp.array(dtype=float),
     pdiag: wp.array(dtype=float),
     r: wp.array(dtype=float),
     z: wp.array(dtype=float),
@@ -138,7 +156,7 @@ def apply_preconditioner(
     i = s
     while i < s + n:
         m = tree_dof_count[dof_tree[i]]
-        precondition_tree(i, m, dof_dense_offset, P, pdiag, r, z)
+        precondition_tree(i, m, dof_dense_offset, dof_parent, dof_depth, dof_row_start, P, P_factor, pdiag, r, z)
         i += m
 
 
@@ -206,6 +224,7 @@ def world_pcg(
     c_J: wp.array2d(dtype=wp.vec3),
     A_rows: wp.array(dtype=float),
     P: wp.array(dtype=float),
+    P_factor: wp.array(dtype=float),
     pdiag: wp.array(dtype=float),
     grad: wp.array(dtype=float),
     # outputs (curved_rows, r, z, p, Hp: scratch; CG iterations accumulated per world)
@@ -247,7 +266,8 @@ def world_pcg(
         dv_out[i] = 0.0
         r[i] = -grad[i]
         b2 += r[i] * r[i]
-    apply_preconditioner(s, n, dof_dense_offset, dof_tree, tree_dof_count, P, pdiag, r, z)
+    apply_preconditioner(s, n, dof_dense_offset, dof_tree, tree_dof_count, dof_parent, dof_depth, dof_row_start, P,
+                         P_factor, pdiag, r, z)  # fmt: skip
     rz = float(0.0)
     for i in range(s, s + n):
         p[i] = z[i]
@@ -271,7 +291,8 @@ def world_pcg(
             r2 += r[i] * r[i]
         if r2 <= eta * eta * b2:
             break
-        apply_preconditioner(s, n, dof_dense_offset, dof_tree, tree_dof_count, P, pdiag, r, z)
+        apply_preconditioner(s, n, dof_dense_offset, dof_tree, tree_dof_count, dof_parent, dof_depth, dof_row_start, P,
+                         P_factor, pdiag, r, z)  # fmt: skip
         rz_new = float(0.0)
         for i in range(s, s + n):
             rz_new += r[i] * z[i]

@@ -121,11 +121,15 @@ def cg_update_precondition_trees(
     tree_dof_start: wp.array(dtype=wp.int32),
     tree_dof_count: wp.array(dtype=wp.int32),
     dof_dense_offset: wp.array(dtype=wp.int32),
+    dof_parent: wp.array(dtype=wp.int32),
+    dof_depth: wp.array(dtype=wp.int32),
+    dof_row_start: wp.array(dtype=wp.int32),
     # inputs
     update: int,
     sum_column: int,
     cg_active: wp.array(dtype=wp.int32),
     P: wp.array(dtype=float),
+    P_factor: wp.array(dtype=float),
     pdiag: wp.array(dtype=float),
     p: wp.array(dtype=float),
     # outputs
@@ -161,7 +165,7 @@ def cg_update_precondition_trees(
             Hp[i] = 0.0
             rr += ri * ri
         wp.atomic_add(cg_sums, w, 3, rr)
-    precondition_tree(s, m, dof_dense_offset, P, pdiag, r, z)
+    precondition_tree(s, m, dof_dense_offset, dof_parent, dof_depth, dof_row_start, P, P_factor, pdiag, r, z)
     rz = float(0.0)
     for a in range(m):
         rz += r[s + a] * z[s + a]
@@ -369,17 +373,17 @@ class ParallelConjugateGradients:
         world_norms,
         rows,
         A_rows,
-        P,
-        pdiag,
+        preconditioner,
         grad,
         dv,
         world_cg_iterations,
         forcing,
     ) -> None:
         """``dv ≈ −H⁻¹ grad`` in the PCG worlds flagged in ``world_active`` (forcing terms into ``forcing``,
-        CG steps added to ``world_cg_iterations``). ``rows``: ``(slots_per_thread, slot_threads, used_count,
-        used_slots, c_world, c_G, c_nnz, c_dof, c_J, curved_rows)`` of the constraint rows (``curved_rows``: a
-        per-slot scratch list)."""
+        CG steps added to ``world_cg_iterations``). ``preconditioner``: ``(P, P_factor, pdiag)``, the dense tree blocks'
+        Cholesky factors, the larger trees' LDLᵀ factors in A's layout and the Jacobi diagonal
+        (``pcg.precondition_tree``). ``rows``: ``(slots_per_thread, slot_threads, used_count, used_slots, c_world, c_G,
+        c_nnz, c_dof, c_J, curved_rows)`` of the constraint rows (``curved_rows``: a per-slot scratch list)."""
         T, dev = self.T, self.device
         slots_per_thread, slot_threads, used_count, used_slots, c_world, c_G, c_nnz, c_dof, c_J, curved_rows = rows
         self.any_iterating.zero_()
@@ -392,24 +396,24 @@ class ParallelConjugateGradients:
                   outputs=[curved_rows, self.curved_count], device=dev)  # fmt: skip
         wp.launch(cg_begin_dofs, dim=self.dof_count, inputs=[T.dof_world, self.active, grad],
                   outputs=[self.r, self.Hp, dv, self.sums], device=dev)  # fmt: skip
-        self._update_precondition(P, pdiag, dv, 0, 1)
+        self._update_precondition(preconditioner, dv, 0, 1)
         wp.launch(cg_first_direction_dofs, dim=self.dof_count, inputs=[T.dof_world, self.active, self.z],
                   outputs=[self.p], device=dev)  # fmt: skip
         curved = (slots_per_thread, slot_threads, curved_rows, c_world, c_G, c_nnz, c_dof, c_J)
         wp.capture_while(self.any_iterating, self._iteration, max_iterations=max_iterations, rows=curved,
-                         A_rows=A_rows, P=P, pdiag=pdiag, dv=dv, forcing=forcing)  # fmt: skip
+                         A_rows=A_rows, preconditioner=preconditioner, dv=dv, forcing=forcing)  # fmt: skip
         wp.launch(cg_count_iterations, dim=self.world_count, inputs=[T.world_uses_pcg, self.steps],
                   outputs=[world_cg_iterations], device=dev)  # fmt: skip
 
-    def _update_precondition(self, P, pdiag, dv, update: int, sum_column: int) -> None:
+    def _update_precondition(self, preconditioner, dv, update: int, sum_column: int) -> None:
         """:func:`cg_update_precondition_trees` on every tree (``update``: also the CG step's update)."""
         T = self.T
         wp.launch(cg_update_precondition_trees, dim=self.tree_count,
-                  inputs=[T.tree_world, T.tree_dof_start, T.tree_dof_count, T.dof_dense_offset, update, sum_column,
-                          self.active, P, pdiag, self.p],
+                  inputs=[T.tree_world, T.tree_dof_start, T.tree_dof_count, T.dof_dense_offset, T.dof_parent,
+                          T.dof_depth, T.dof_row_start, update, sum_column, self.active, *preconditioner, self.p],
                   outputs=[self.r, self.Hp, dv, self.z, self.sums], device=self.device)  # fmt: skip
 
-    def _iteration(self, max_iterations, rows, A_rows, P, pdiag, dv, forcing) -> None:
+    def _iteration(self, max_iterations, rows, A_rows, preconditioner, dv, forcing) -> None:
         """One CG step in every iterating world (the body of the device loop)."""
         T, dev = self.T, self.device
         slots_per_thread, slot_threads, curved_rows, c_world, c_G, c_nnz, c_dof, c_J = rows
@@ -420,7 +424,7 @@ class ParallelConjugateGradients:
                   inputs=[slots_per_thread, self.curved_count, curved_rows, self.active, c_world, c_G, c_nnz, c_dof,
                           c_J, self.p],
                   outputs=[self.Hp, self.sums], device=dev)  # fmt: skip
-        self._update_precondition(P, pdiag, dv, 1, 4)
+        self._update_precondition(preconditioner, dv, 1, 4)
         wp.launch(cg_next_worlds, dim=self.world_count, inputs=[max_iterations, forcing],
                   outputs=[self.active, self.steps, self.sums, self.beta, self.any_iterating], device=dev)  # fmt: skip
         wp.launch(cg_direction_dofs, dim=self.dof_count, inputs=[T.dof_world, self.active, self.beta, self.z],

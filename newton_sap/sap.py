@@ -79,8 +79,8 @@ from .contact_constraints import (
     first_parked_slot,
     record_step_dt,
 )
-from .factorization import solve_tree_systems, sparse_matvec, uses_tree_ldlt
-from .jacobian import body_chain_twists, row_product, second_walk
+from .factorization import factor_trees, solve_tree_systems, sparse_matvec, uses_tree_ldlt
+from .jacobian import body_chain_twists, on_one_chain, row_product, second_walk
 from .joint_constraints import SLOTS_PER_DOF, check_left_out_limits, joint_constraint_rows
 from .line_search import COST_FLAT, NO_DESCENT_RELATIVE_RESIDUAL, line_dots, line_rows, line_search
 from .loop_constraints import loop_rows
@@ -468,14 +468,7 @@ def flag_coupling_constraints(
         second = second_walk(c, nnz, c_dof, dof_parent)
         if second == nnz:
             continue
-        x = c_dof[c, 0]
-        y = c_dof[c, second]
-        if dof_depth[y] > dof_depth[x]:
-            x = c_dof[c, second]
-            y = c_dof[c, 0]
-        while x >= 0 and dof_depth[x] > dof_depth[y]:
-            x = dof_parent[x]
-        if x != y:
+        if not on_one_chain(c_dof[c, 0], c_dof[c, second], dof_parent, dof_depth):
             world_tree_local_out[c_world[c]] = 0
 
 
@@ -569,15 +562,23 @@ def hessian_assembly(
     H_out: wp.array(dtype=float),
     H_rows_out: wp.array(dtype=float),
     P_out: wp.array(dtype=float),
+    P_rows_out: wp.array(dtype=float),
+    P_shift_out: wp.array(dtype=float),
     pdiag_out: wp.array(dtype=float),
 ):
     """``Jᵀ G J`` of each constraint of a world that still iterates: into the sparse rows of H (A's layout:
     the deeper dof's row, at the ancestor's column) in worlds flagged ``world_tree_local``, into the
     world's dense Hessian in the other dense worlds, or, for PCG worlds, into the block preconditioner:
-    the intra-tree part into dense tree blocks, the diagonal into the Jacobi diagonal of trees too large
-    for a dense block; the block-Cholesky worlds assemble their own H (``block_cholesky.py``). Only the
-    lower triangles (row ≥ column) are accumulated: ``wp.tile_cholesky`` (fill mode "lower") reads
-    nothing else, so the upper triangles keep A's entries. A thread takes a run of the used slots."""
+    the intra-tree part into dense tree blocks, and for trees too large for a dense block into their rows
+    ``P_rows`` (A's layout, for the tree LDLᵀ) and the Jacobi diagonal; the block-Cholesky worlds assemble
+    their own H (``block_cholesky.py``). Only the lower triangles (row ≥ column) are accumulated:
+    ``wp.tile_cholesky`` (fill mode "lower") reads nothing else, so the upper triangles keep A's entries.
+
+    A large tree's pair of dofs on two branches (a self-contact) lies outside A's sparsity: its entry x is
+    dropped, and |x| added to both dofs' ``P_shift``, the diagonal that ``factorization.factor_trees`` adds where
+    the rows without it are not positive definite (dropping can make them indefinite; with the shift
+    ``P_t ⪰ A_t + (Jᵀ G J)_tt ≻ 0``: the dropped ``x (e_i e_jᵀ + e_j e_iᵀ)`` is dominated by
+    ``|x| (e_i e_iᵀ + e_j e_jᵀ)``). A thread takes a run of the used slots."""
     begin, end = thread_slots(wp.tid(), slots_per_thread, used_count[0])
     for k in range(begin, end):
         c = used_slots[k]
@@ -634,6 +635,12 @@ def hessian_assembly(
                         wp.atomic_add(P_out, block + dof_local[df] * nt + dof_local[de], value)
                     elif df == de:
                         wp.atomic_add(pdiag_out, de, value)
+                        wp.atomic_add(P_rows_out, dof_row_start[de], value)
+                    elif on_one_chain(df, de, dof_parent, dof_depth):  # de is df's ancestor (smaller index)
+                        wp.atomic_add(P_rows_out, dof_row_start[df] + dof_depth[df] - dof_depth[de], value)
+                    else:
+                        wp.atomic_add(P_shift_out, de, wp.abs(value))
+                        wp.atomic_add(P_shift_out, df, wp.abs(value))
 
 
 @wp.func
@@ -1146,9 +1153,15 @@ class SapSolver:
         for name in ("tree_degree", "tree_rank", "tree_order", "tree_later_count"):
             setattr(self, name, zeros(max(topology.tree_count, 1), wp.int32))
         self.world_pool_used = zeros(nw, wp.int32)
-        # block preconditioner: dense tree blocks in the layout of the free-motion tree blocks
+        # block preconditioner: dense tree blocks in the layout of the free-motion tree blocks; the trees of PCG
+        # worlds too large for one by their tree LDLᵀ: P_t's rows (A's layout), their factor and diagonal shift
         self.P = zeros(max(topology.dense_size, 1))
         self.P_views = bucket_views(self.P, topology.dense_buckets, topology.dense_bucket_offset)
+        sparse_trees = topology.sparse_trees if self.uses_pcg else np.zeros(0, np.int32)
+        sparse_trees = sparse_trees[topology.world_uses_pcg[topology.tree_world[sparse_trees]] == 1]
+        self.pcg_sparse_trees = wp.array(sparse_trees, dtype=wp.int32, device=device) if len(sparse_trees) else None
+        self.P_rows, self.P_factor = (zeros(nnz if self.pcg_sparse_trees is not None else 1) for _ in range(2))
+        self.P_shift = zeros(ndof if self.pcg_sparse_trees is not None else 1)
         int_names = ("world_active", "world_iterations", "world_converged", "world_cost_stalled", "world_cg_iterations")
         for name in (*int_names, "world_predicted", "world_plain_newton"):
             setattr(self, name, zeros(nw, wp.int32))
@@ -1797,6 +1810,9 @@ class SapSolver:
             wp.capture_if(self.any_tree_local, wp.copy, dest=self.H_rows, src=A_rows)
         if self.uses_pcg:
             wp.copy(self.P, tree_blocks)
+            if self.pcg_sparse_trees is not None:
+                wp.copy(self.P_rows, A_rows)
+                self.P_shift.zero_()
             wp.launch(precond_diag_init, dim=ndof, inputs=[T.dof_row_start, A_rows], outputs=[self.pdiag],
                       device=dev)  # fmt: skip
         self._outside_block_cholesky(self._hessian_assembly, active=active, G=G)
@@ -1862,7 +1878,7 @@ class SapSolver:
                     T.dof_local, T.tree_dof_count, T.dof_parent, T.dof_depth, T.dof_row_start, self.slots_per_thread,
                     self.used_count, self.used_slots, active, self.world_tree_local, self.c_world, G, self.c_nnz,
                     self.c_dof, self.c_J],
-            outputs=[self.H, self.H_rows, self.P, self.pdiag],
+            outputs=[self.H, self.H_rows, self.P, self.P_rows, self.P_shift, self.pdiag],
             device=self.device,
         )  # fmt: skip
 
@@ -1876,12 +1892,20 @@ class SapSolver:
                 inputs=[T.dense_buckets[n], T.tree_world, T.world_uses_pcg, active], outputs=[view],
                 block_dim=64 if dev.is_cpu else 128, device=dev,
             )  # fmt: skip
+        if self.pcg_sparse_trees is not None:  # the larger trees' LDLᵀ (z: scratch, set by the preconditioner later)
+            wp.launch(
+                factor_trees, dim=self.pcg_sparse_trees.shape[0],
+                inputs=[self.pcg_sparse_trees, T.tree_dof_start, T.tree_dof_count, T.tree_world, T.dof_parent,
+                        T.dof_depth, T.dof_row_start, active, T.world_uses_pcg, self.P_rows, self.P_shift],
+                outputs=[self.P_factor, self.cg_z], device=dev,
+            )  # fmt: skip
         max_iterations = self.cg_max_iterations
         if self.parallel_cg is not None:
             rows = (self.slots_per_thread, self.slot_threads, self.used_count, self.used_slots, self.c_world, G,
                     self.c_nnz, self.c_dof, self.c_J, self.curved_rows)  # fmt: skip
-            self.parallel_cg.solve(max_iterations, loosest_tolerance, active, self.world_norms, rows, A_rows, self.P,
-                                   self.pdiag, grad, dv, self.world_cg_iterations, forcing)  # fmt: skip
+            self.parallel_cg.solve(max_iterations, loosest_tolerance, active, self.world_norms, rows, A_rows,
+                                   (self.P, self.P_factor, self.pdiag), grad, dv, self.world_cg_iterations,
+                                   forcing)  # fmt: skip
             return
         wp.launch(
             world_pcg,
@@ -1890,7 +1914,8 @@ class SapSolver:
                 T.world_dof_start, T.world_uses_pcg, T.dof_parent, T.dof_depth, T.dof_row_start, T.dof_dense_offset,
                 T.dof_tree, T.tree_dof_count, max_iterations,
                 loosest_tolerance, active, self.world_norms, self.world_constraint_start, self.world_constraint_count,
-                self.world_constraints, G, self.c_nnz, self.c_dof, self.c_J, A_rows, self.P, self.pdiag, grad,
+                self.world_constraints, G, self.c_nnz, self.c_dof, self.c_J, A_rows, self.P, self.P_factor, self.pdiag,
+                grad,
             ],
             outputs=[self.curved_rows, self.cg_r, self.cg_z, self.cg_p, self.cg_Hp, dv, self.world_cg_iterations,
                      forcing],

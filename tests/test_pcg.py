@@ -128,3 +128,112 @@ def test_a_tree_block_broken_in_float32_preconditions_by_its_diagonal(pcg_thread
     assert not solver.stats.failed.any() and solver.stats.converged.all()
     reference = solve_sap_problem(snap, 1)
     assert np.abs(snap.velocity[1] - reference).max() < 1e-2 * np.abs(reference).max()
+
+
+@pytest.mark.parametrize("layout", ["world", "dof"])
+def test_a_tree_above_dense_max_dofs_is_preconditioned_by_its_tree_ldlt(layout):
+    """A tree too large for a dense block (``dense_max_dofs=0``) is preconditioned by the tree LDLᵀ of
+    ``A_t + (Jᵀ G J)_tt``. A 12-link chain on hinges flailing on the ground (every contact acts along one chain, so
+    P = H) takes one CG iteration per Newton direction, and the same steps as the default exact solves. Preconditioned
+    by its diagonal (before), CG took 7285 iterations for 673 Newton iterations over these 20 steps, 20 % of the steps
+    did not converge and the velocities ended 1.8× their scale off."""
+    from test_contact_robustness import light_chain
+
+    qd0 = [2.0, -2.0] * 6
+    exact = Run(light_chain(12).finalize(), qd0=qd0, stiction_prediction=False)
+    pcg = Run(light_chain(12).finalize(), qd0=qd0, stiction_prediction=False, dense_world_max_dofs=0,
+              block_cholesky_max_dofs=0, dense_max_dofs=0, pcg_threads=layout)  # fmt: skip
+    assert pcg.solver.topology.world_uses_pcg.all() and pcg.solver._sap.pcg_sparse_trees is not None
+    worst = 0.0
+    for _ in range(20):
+        copy_state(exact.s0, pcg.s0)
+        exact.step(0.01)
+        pcg.step(0.01)
+        worst = max(worst, np.abs(exact.qd - pcg.qd).max() / np.abs(exact.qd).max())
+    newton_iterations, cg_iterations = int(np.sum(pcg.iterations)), int(np.sum(pcg.cg_iterations))
+    assert newton_iterations > 50
+    assert cg_iterations <= 1.05 * newton_iterations  # float32 round-off of this light chain (cond ≈ 1e8) adds a few
+    assert np.all(pcg.converged)
+    assert worst < 1e-4
+
+
+def branch_contacts(model: newton.Model, contacts: newton.Contacts) -> int:
+    """Contacts between two bodies of which neither is the other's ancestor (two branches of a tree, or two trees)."""
+    parent = dict(zip(model.joint_child.numpy().tolist(), model.joint_parent.numpy().tolist(), strict=True))
+
+    def chain(body):
+        while body >= 0:
+            yield body
+            body = parent.get(body, -1)
+
+    count = contacts.rigid_contact_count.numpy()[0]
+    shape_body = model.shape_body.numpy()
+    pairs = zip(
+        *(shape_body[getattr(contacts, f"rigid_contact_shape{k}").numpy()[:count]] for k in (0, 1)), strict=True
+    )
+    return sum(1 for a, b in pairs if a >= 0 and b >= 0 and a not in chain(b) and b not in chain(a))
+
+
+@pytest.mark.parametrize("layout", ["world", "dof"])
+def test_contacts_between_branches_of_a_large_tree_leave_it_well_preconditioned(layout):
+    """A random branching tree of 8 bodies (28 dofs, FREE root, ``dense_max_dofs=0``) with a 6 cm sphere on each body,
+    dropped onto the ground: 1-3 contacts between its branches in every step couple dofs outside A's sparsity. The
+    preconditioner drops those couplings (``factor_trees`` would add them back on the diagonal if that left P_t
+    indefinite): its LDLᵀ keeps positive pivots, CG takes about two iterations per Newton direction, and the steps
+    are those of the default exact solves. Preconditioned by its diagonal (before), 30 steps took 2462 Newton and
+    68511 CG iterations and 40 % of them did not converge."""
+
+    def build():
+        builder = newton.ModelBuilder()
+        add_random_tree(builder, np.random.default_rng(2), 8, chain=False, root_type="free")
+        for body in range(builder.body_count):
+            builder.add_shape_sphere(body, radius=0.06)
+        builder.add_ground_plane()
+        model = builder.finalize()
+        q = model.joint_q.numpy()
+        q[2] += 0.3  # dropped from 0.3 m above its random pose
+        model.joint_q.assign(q)
+        return model
+
+    exact = Run(build())
+    pcg = Run(build(), dense_world_max_dofs=0, block_cholesky_max_dofs=0, dense_max_dofs=0, pcg_threads=layout)
+    sap, topology = pcg.solver._sap, pcg.solver.topology
+    assert topology.tree_count == 1 and sap.pcg_sparse_trees is not None
+    worst = 0.0
+    for _ in range(30):
+        copy_state(exact.s0, pcg.s0)
+        exact.step(0.01)
+        pcg.step(0.01)
+        worst = max(worst, np.abs(exact.qd - pcg.qd).max() / max(np.abs(exact.qd).max(), 1e-3))
+        assert branch_contacts(pcg.model, pcg.contacts) > 0
+        assert np.all(sap.P_factor.numpy()[topology.dof_row_start] > 0.0)  # the pivots D of its LDLᵀ
+    assert np.all(pcg.converged)
+    assert int(np.sum(pcg.cg_iterations)) <= 3 * int(np.sum(pcg.iterations))
+    assert worst < 1e-4
+
+
+@pytest.mark.parametrize("layout", ["world", "dof"])
+def test_a_tree_above_64_dofs_takes_the_exact_solves_newton_iterations_under_the_gpu_defaults(layout):
+    """A snake of 66 boxes folded onto itself (one tree of 71 dofs: above the default ``dense_max_dofs`` = 64) with
+    two balls dropped on it, stepped by PCG as on GPUs (``block_cholesky_max_dofs=0``, nothing parked) and by the
+    CPU's block Cholesky from the same states: about as many Newton iterations, little more than one CG iteration
+    each, the same velocities. With the tree preconditioned by its diagonal (before) the ten steps took 60 Newton and
+    4108 CG iterations against the block Cholesky's 34."""
+    from test_block_cholesky import SNAKE_QD, folded_snake_with_balls
+
+    qd0 = np.r_[SNAKE_QD[:10], np.zeros(6 + 65 + 12 - 10)]
+    exact = Run(folded_snake_with_balls(worlds=1, links=66), qd0=qd0, rigid_contact_max=20000)
+    pcg = Run(folded_snake_with_balls(worlds=1, links=66), qd0=qd0, rigid_contact_max=20000,
+              block_cholesky_max_dofs=0, park_distant_contacts=False, pcg_threads=layout)  # fmt: skip
+    assert pcg.solver.topology.tree_dof_count.max() == 71 and pcg.solver._sap.pcg_sparse_trees is not None
+    worst = 0.0
+    for _ in range(10):
+        copy_state(exact.s0, pcg.s0)
+        exact.step(0.01)
+        pcg.step(0.01)
+        worst = max(worst, np.abs(exact.qd - pcg.qd).max() / np.abs(exact.qd).max())
+    newton_iterations = int(np.sum(pcg.iterations))
+    assert newton_iterations <= int(np.sum(exact.iterations)) + 6
+    assert int(np.sum(pcg.cg_iterations)) <= 1.5 * newton_iterations
+    assert np.all(pcg.converged)
+    assert worst < 1e-4

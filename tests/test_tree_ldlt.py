@@ -12,6 +12,8 @@ import newton_sap
 from newton_sap import factorization
 from newton_sap.examples import scenes
 
+from random_trees import add_random_tree
+
 
 def solver(model, monkeypatch, tree_ldlt: bool):
     monkeypatch.setattr(factorization, "TREE_LDLT_ON_CPU", tree_ldlt)
@@ -139,3 +141,84 @@ def test_a_reused_factor_solves_as_a_fresh_one(monkeypatch, one_thread_per_tree)
     fresh = solve(rhs, wp.zeros_like(sap._rows), factored=False)
     assert np.array_equal(solve(rhs, factor, factored=True), fresh)
     assert not np.array_equal(solve(rhs, wp.clone(sap._rows), factored=True), fresh)
+
+
+@wp.kernel
+def _solve_factored_trees(
+    tree_dof_start: wp.array(dtype=wp.int32),
+    tree_dof_count: wp.array(dtype=wp.int32),
+    dof_parent: wp.array(dtype=wp.int32),
+    dof_depth: wp.array(dtype=wp.int32),
+    dof_row_start: wp.array(dtype=wp.int32),
+    factor: wp.array(dtype=float),
+    r: wp.array(dtype=float),
+    z: wp.array(dtype=float),
+):
+    t = wp.tid()
+    factorization.solve_factored_tree(
+        tree_dof_start[t], tree_dof_count[t], dof_parent, dof_depth, dof_row_start, factor, r, z
+    )
+
+
+@pytest.mark.parametrize("case", ["definite", "dropped couplings", "round-off"])
+def test_factored_trees_solve_their_rows_or_the_shifted_rows_where_those_are_indefinite(case):
+    """``factor_trees`` and ``solve_factored_tree`` (PCG's preconditioner of trees above ``dense_max_dofs``) on two
+    random branching trees, M = Lᵀ D L with L nonzero only on chains (A's sparsity). A positive definite M is solved as
+    it is, its diagonal shift ignored. An indefinite M is factored again as ``(1 + δ) M_ii + shift_i`` on the diagonal,
+    δ = 1e-5, 1e-3, ... until positive definite: with one D of each tree at −0.3 (couplings dropped from M, moved to
+    the shift) the shift makes it definite; with M's smallest eigenvalue at −1e-4 and no shift (float32 round-off in
+    M's sums) δ does."""
+    rng = np.random.default_rng(3)
+    builder = newton.ModelBuilder()
+    for _ in range(2):
+        add_random_tree(builder, rng, 6, chain=False, root_type="free")
+    model = builder.finalize()
+    topology = newton_sap.SolverSAP(model).topology
+    parent, depth, row_start = topology.dof_parent, topology.dof_depth, topology.dof_row_start
+    n = topology.dof_count
+    L = np.eye(n)
+    for k in range(n):
+        i = parent[k]
+        while i >= 0:
+            L[k, i] = rng.uniform(-0.5, 0.5)
+            i = parent[i]
+    D = rng.uniform(0.5, 2.0, n)
+    if case == "dropped couplings":
+        D[[3, n - 2]] = -0.3  # one in each tree
+    M = L.T @ np.diag(D) @ L
+    if case == "round-off":
+        M -= (np.linalg.eigvalsh(M).min() + 1e-4) * np.eye(n)  # smallest eigenvalue −1e-4, diagonal still positive
+    shift = np.full(n, 1.0 - np.linalg.eigvalsh(M).min() if case != "round-off" else 0.0)
+    rows = np.zeros(topology.sparse_nnz)
+    for k in range(n):
+        i = k
+        while i >= 0:
+            rows[row_start[k] + depth[k] - depth[i]] = M[k, i]
+            i = parent[i]
+    T = newton_sap.SolverSAP(model)._sap.T
+    ones = wp.ones(model.world_count, dtype=wp.int32)
+    factor = wp.zeros(topology.sparse_nnz, dtype=float)
+    wp.launch(
+        factorization.factor_trees, dim=topology.tree_count,
+        inputs=[wp.array(np.arange(topology.tree_count), dtype=wp.int32), T.tree_dof_start, T.tree_dof_count,
+                T.tree_world, T.dof_parent, T.dof_depth, T.dof_row_start, ones, ones,
+                wp.array(rows, dtype=float), wp.array(shift, dtype=float)],
+        outputs=[factor, wp.zeros(n, dtype=float)],
+    )  # fmt: skip
+    r = rng.normal(size=n)
+    z = wp.zeros(n, dtype=float)
+    wp.launch(
+        _solve_factored_trees, dim=topology.tree_count,
+        inputs=[T.tree_dof_start, T.tree_dof_count, T.dof_parent, T.dof_depth, T.dof_row_start, factor,
+                wp.array(r, dtype=float), z],
+    )  # fmt: skip
+    if case == "definite":
+        solved = M
+    else:
+        delta = next(
+            d for d in (1e-5, 1e-3, 1e-1, 10.0) if np.linalg.eigvalsh(M + np.diag(d * np.diag(M) + shift)).min() > 0
+        )
+        solved = M + np.diag(delta * np.diag(M) + shift)
+    expected = np.linalg.solve(solved, r)
+    assert np.all(factor.numpy()[row_start] > 0.0)  # D of the factor that was kept
+    assert np.abs(z.numpy() - expected).max() < 1e-3 * np.abs(expected).max()
