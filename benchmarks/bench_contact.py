@@ -87,6 +87,7 @@ from common import cpu_name, error_text, run_jobs_in_children  # noqa: E402
 
 import newton_sap  # noqa: E402
 from newton_sap.diagnostics import max_penetration  # noqa: E402
+from newton_sap.examples.scenes import snake_builder  # noqa: E402
 from newton_sap.graphs import StepGraphs  # noqa: E402
 
 GRAVITY = 9.81
@@ -144,25 +145,8 @@ def _add_spheres(b: newton.ModelBuilder, count: int = 50, radius: float = 0.05) 
         b.add_shape_sphere(body, radius=radius, cfg=cfg)
 
 
-def _add_snake(b: newton.ModelBuilder, links: int = 66, half: float = 0.06, gap: float = 0.005) -> None:
-    """``links`` boxes of 12 × 6 × 6 cm (μ 0.6) joined end to end by hinges about z under a FREE root (one tree of
-    ``links + 5`` dofs), in an S (hinge k at 0.25 sin(2πk/22) rad: a heading swinging about ±50°, no two links
-    overlapping) 1 cm above the ground."""
-    cfg = newton.ModelBuilder.ShapeConfig(mu=0.6)
-    joints, parent = [], None
-    for k in range(links):
-        link = b.add_link()
-        b.add_shape_box(link, hx=half, hy=0.03, hz=0.03, cfg=cfg)
-        if parent is None:
-            joints.append(b.add_joint_free(link, parent_xform=wp.transform((0.0, 0.0, 0.04), wp.quat_identity())))
-        else:
-            joints.append(b.add_joint_revolute(
-                parent, link, axis=(0.0, 0.0, 1.0), parent_xform=wp.transform((half + gap, 0, 0), wp.quat_identity()),
-                child_xform=wp.transform((-half - gap, 0, 0), wp.quat_identity()),
-            ))  # fmt: skip
-            b.joint_q[b.joint_q_start[joints[-1]]] = 0.25 * math.sin(2.0 * math.pi * k / 22.0)
-        parent = link
-    b.add_articulation(joints)
+def _add_snake(b: newton.ModelBuilder) -> None:
+    b.add_builder(snake_builder())
 
 
 @dataclass(frozen=True)

@@ -102,10 +102,10 @@ def precondition_tree(
     """``z = P_t⁻¹ r`` over one tree's dofs [s, s + m). A tree with a dense block (``dof_dense_offset[s] ≥ 0``):
     forward and back substitution with its stored Cholesky factor L (row-major, lower triangle, at that offset).
     A larger tree: its tree LDLᵀ in ``P_factor`` (A's layout, :func:`~newton_sap.factorization.solve_factored_tree`).
-    Jacobi (A's diagonal plus that of ``Jᵀ G J``) where the factorization broke down in float32 (a pivot not
-    positive: L's diagonal, or D, NaN or negative from there on). A 19-dof tree with stiff self-contacts (cond(A)
-    1e5) turned its world NaN, flagged failed, where the dense and block-Cholesky solves converge (helper review,
-    session 28)."""
+    Jacobi (``pdiag``: P_t's diagonal for a larger tree, A's for a dense block) where the factorization broke down
+    in float32 (a pivot not positive: L's diagonal, or D, NaN or negative from there on). A 19-dof tree with stiff
+    self-contacts (cond(A) 1e5) turned its world NaN, flagged failed, where the dense and block-Cholesky solves
+    converge (helper review, session 28)."""
     block = dof_dense_offset[s]
     factored = bool(True)
     for a in range(m):

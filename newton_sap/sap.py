@@ -618,6 +618,9 @@ def hessian_assembly(
         off = world_dense_offset[w]
         s = world_dof_start[w]
         n = world_dof_start[w + 1] - s
+        second = nnz  # where the row's second chain walk starts (PCG worlds: entries of one walk share a chain)
+        if off < 0:
+            second = second_walk(c, nnz, c_dof, dof_parent)
         for e in range(nnz):
             de = c_dof[c, e]
             GJe = G * c_J[c, e]
@@ -636,11 +639,15 @@ def hessian_assembly(
                     elif df == de:
                         wp.atomic_add(pdiag_out, de, value)
                         wp.atomic_add(P_rows_out, dof_row_start[de], value)
-                    elif on_one_chain(df, de, dof_parent, dof_depth):  # de is df's ancestor (smaller index)
-                        wp.atomic_add(P_rows_out, dof_row_start[df] + dof_depth[df] - dof_depth[de], value)
                     else:
-                        wp.atomic_add(P_shift_out, de, wp.abs(value))
-                        wp.atomic_add(P_shift_out, df, wp.abs(value))
+                        chain = (e < second) == (f < second)  # one walk: one chain; else walk up to see
+                        if not chain:
+                            chain = on_one_chain(df, de, dof_parent, dof_depth)
+                        if chain:  # de is df's ancestor (the smaller index)
+                            wp.atomic_add(P_rows_out, dof_row_start[df] + dof_depth[df] - dof_depth[de], value)
+                        else:
+                            wp.atomic_add(P_shift_out, de, wp.abs(value))
+                            wp.atomic_add(P_shift_out, df, wp.abs(value))
 
 
 @wp.func

@@ -174,6 +174,67 @@ def branch_contacts(model: newton.Model, contacts: newton.Contacts) -> int:
     return sum(1 for a, b in pairs if a >= 0 and b >= 0 and a not in chain(b) and b not in chain(a))
 
 
+def branching_tree_on_ground() -> newton.Model:
+    """A random branching tree of 8 bodies (28 dofs, FREE root) with a 6 cm sphere on each body, 0.3 m above its random
+    pose over the ground: its branches touch each other as it lands."""
+    builder = newton.ModelBuilder()
+    add_random_tree(builder, np.random.default_rng(2), 8, chain=False, root_type="free")
+    for body in range(builder.body_count):
+        builder.add_shape_sphere(body, radius=0.06)
+    builder.add_ground_plane()
+    model = builder.finalize()
+    q = model.joint_q.numpy()
+    q[2] += 0.3
+    model.joint_q.assign(q)
+    return model
+
+
+def test_a_large_trees_preconditioner_is_its_hessian_on_as_sparsity_and_the_dropped_couplings(monkeypatch):
+    """What PCG factors for a tree above ``dense_max_dofs``, captured before each CG solve of 10 steps of the
+    branching tree landing: ``P_rows`` is ``A + Jᵀ G J`` (summed here in float64 from the solver's A rows, J and the
+    G of that solve) on the pairs of dofs on one chain, and ``P_shift`` the sum of ``|J_fᵀ G J_e|`` over the entry
+    pairs on two branches, which ``factor_trees`` adds to the diagonal where the rows alone are indefinite."""
+    run = Run(branching_tree_on_ground(), dense_world_max_dofs=0, block_cholesky_max_dofs=0, dense_max_dofs=0)
+    sap, topology = run.solver._sap, run.solver.topology
+    parent, depth, row_start = topology.dof_parent, topology.dof_depth, topology.dof_row_start
+    captured = []
+    conjugate_gradients = sap._conjugate_gradients
+
+    def capture(A_rows, active, G, *args):
+        slots = sap.used_slots.numpy()[: sap.used_count.numpy()[0]]
+        captured.append((A_rows.numpy().copy(), G.numpy()[slots], sap.c_nnz.numpy()[slots], sap.c_dof.numpy()[slots],
+                         sap.c_J.numpy()[slots], sap.P_rows.numpy().copy(), sap.P_shift.numpy().copy()))  # fmt: skip
+        conjugate_gradients(A_rows, active, G, *args)
+
+    monkeypatch.setattr(sap, "_conjugate_gradients", capture)
+    run.step(0.01, steps=10)
+
+    def on_one_chain(a, b):
+        deep, shallow = (a, b) if depth[a] >= depth[b] else (b, a)
+        while depth[deep] > depth[shallow]:
+            deep = parent[deep]
+        return deep == shallow
+
+    branch_pairs = 0
+    for A_rows, G, nnz, dof, J, P_rows, P_shift in captured:
+        rows, shift = A_rows.astype(np.float64), np.zeros(topology.dof_count)
+        for c in range(len(nnz)):
+            for e in range(nnz[c]):
+                for f in range(nnz[c]):
+                    de, df = dof[c, e], dof[c, f]
+                    if df < de:
+                        continue
+                    value = J[c, f] @ G[c] @ J[c, e]
+                    if on_one_chain(de, df):
+                        rows[row_start[df] + depth[df] - depth[de]] += value
+                    else:
+                        shift[[de, df]] += abs(value)
+                        branch_pairs += int(value != 0.0)
+        assert np.abs(P_rows - rows).max() < 1e-5 * np.abs(rows).max()
+        assert np.abs(P_shift - shift).max() <= 1e-5 * max(shift.max(), 1e-30)
+    assert len(captured) > 20 and branch_pairs > 0
+
+
 @pytest.mark.parametrize("layout", ["world", "dof"])
 def test_contacts_between_branches_of_a_large_tree_leave_it_well_preconditioned(layout):
     """A random branching tree of 8 bodies (28 dofs, FREE root, ``dense_max_dofs=0``) with a 6 cm sphere on each body,
@@ -183,20 +244,9 @@ def test_contacts_between_branches_of_a_large_tree_leave_it_well_preconditioned(
     are those of the default exact solves. Preconditioned by its diagonal (before), 30 steps took 2462 Newton and
     68511 CG iterations and 40 % of them did not converge."""
 
-    def build():
-        builder = newton.ModelBuilder()
-        add_random_tree(builder, np.random.default_rng(2), 8, chain=False, root_type="free")
-        for body in range(builder.body_count):
-            builder.add_shape_sphere(body, radius=0.06)
-        builder.add_ground_plane()
-        model = builder.finalize()
-        q = model.joint_q.numpy()
-        q[2] += 0.3  # dropped from 0.3 m above its random pose
-        model.joint_q.assign(q)
-        return model
-
-    exact = Run(build())
-    pcg = Run(build(), dense_world_max_dofs=0, block_cholesky_max_dofs=0, dense_max_dofs=0, pcg_threads=layout)
+    exact = Run(branching_tree_on_ground())
+    pcg = Run(branching_tree_on_ground(), dense_world_max_dofs=0, block_cholesky_max_dofs=0, dense_max_dofs=0,
+              pcg_threads=layout)  # fmt: skip
     sap, topology = pcg.solver._sap, pcg.solver.topology
     assert topology.tree_count == 1 and sap.pcg_sparse_trees is not None
     worst = 0.0
@@ -237,3 +287,26 @@ def test_a_tree_above_64_dofs_takes_the_exact_solves_newton_iterations_under_the
     assert int(np.sum(pcg.cg_iterations)) <= 1.5 * newton_iterations
     assert np.all(pcg.converged)
     assert worst < 1e-4
+
+
+def test_a_long_snake_at_rest_refactors_its_preconditioner_with_a_scaled_diagonal():
+    """The benchmark's snake (``examples.scenes.snake_builder``: 66 boxes, one 71-dof tree, 8.6 m) dropped in an S onto
+    the ground, 40 steps by PCG under the GPU's defaults. At rest ``A + Jᵀ G J`` summed in float32 is indefinite
+    (eigenvalues down to about −10 against A's smallest, 1.4e-4: cond(H) ≈ 4e11), so the tree's LDLᵀ breaks down in
+    nearly every direction and is refactored with a scaled diagonal: its pivots stay positive, every step converges,
+    at about 30 CG iterations per Newton direction. With the diagonal alone (before) these steps took 387 Newton and
+    22421 CG iterations, one step not converged."""
+    from newton_sap.examples.scenes import snake_builder
+
+    builder = newton.ModelBuilder()
+    builder.add_builder(snake_builder())
+    builder.add_ground_plane()
+    run = Run(builder.finalize(), block_cholesky_max_dofs=0, park_distant_contacts=False)
+    sap, topology = run.solver._sap, run.solver.topology
+    assert topology.tree_dof_count.tolist() == [71] and run.solver.options.pcg_threads == "world"
+    for _ in range(40):
+        run.step(0.01)
+        assert np.all(sap.P_factor.numpy()[topology.dof_row_start] > 0.0)  # the pivots D of the last factorization
+    assert np.all(run.converged)
+    newton_iterations = int(np.sum(run.iterations))
+    assert newton_iterations <= 160 and int(np.sum(run.cg_iterations)) <= 50 * newton_iterations

@@ -82,6 +82,31 @@ def sphere_pile(worlds: int) -> newton.Model:
     return _replicate(robot, worlds)
 
 
+def snake_builder(links: int = 66, half: float = 0.06, gap: float = 0.005) -> newton.ModelBuilder:
+    """A snake of ``links`` boxes of 12 × 6 × 6 cm (0.43 kg, μ 0.6) joined end to end by hinges about z under a FREE
+    root: one tree of ``links + 5`` dofs (71 by default: above ``dense_max_dofs``), in an S (hinge k at
+    0.25 sin(2πk/22) rad: a heading swinging about ±50°, no two links overlapping) 1 cm above the ground. Not a
+    runnable scene: at rest it is beyond float32's conditioning (cond(H) ≈ 4e11; the README's options section), which
+    ``benchmarks/bench_contact.py --scenes snake`` and the tests measure."""
+    robot = newton.ModelBuilder()
+    cfg = newton.ModelBuilder.ShapeConfig(mu=0.6)
+    joints, parent = [], None
+    for k in range(links):
+        link = robot.add_link()
+        robot.add_shape_box(link, hx=half, hy=0.03, hz=0.03, cfg=cfg)
+        if parent is None:
+            joints.append(robot.add_joint_free(link, parent_xform=wp.transform((0.0, 0.0, 0.04), wp.quat_identity())))
+        else:
+            joints.append(robot.add_joint_revolute(
+                parent, link, axis=(0.0, 0.0, 1.0), parent_xform=wp.transform((half + gap, 0, 0), wp.quat_identity()),
+                child_xform=wp.transform((-half - gap, 0, 0), wp.quat_identity()),
+            ))  # fmt: skip
+            robot.joint_q[robot.joint_q_start[joints[-1]]] = 0.25 * np.sin(2.0 * np.pi * k / 22.0)
+        parent = link
+    robot.add_articulation(joints)
+    return robot
+
+
 def _mjcf_robot(asset: str, height: float, worlds: int) -> newton.Model:
     robot = newton.ModelBuilder()
     robot.add_mjcf(
