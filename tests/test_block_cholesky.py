@@ -63,25 +63,14 @@ def pinned_arms_on_ground():
 
 
 def folded_snake_with_balls(worlds=2, links=5):
-    """Per world: a floating snake of ``links`` boxes on vertical hinges (one tree of 6 + 4 dofs: two chunks per
-    row), folded so that its links touch, sliding and curling on the ground while two balls drop onto it: contacts
-    within the snake's tree, between it and the balls, and stiction predictions on dofs past the first chunk."""
-    single = newton.ModelBuilder()
+    """Per world: a floating snake of ``links`` boxes on vertical hinges (``examples.scenes.snake_builder``: one tree of
+    6 + 4 dofs by default, two chunks per row), folded so that its links touch, sliding and curling on the ground
+    while two balls drop onto it: contacts within the snake's tree, between it and the balls, and stiction
+    predictions on dofs past the first chunk."""
+    from newton_sap.examples.scenes import snake_builder
+
+    single = snake_builder(links, height=0.06)
     cfg = newton.ModelBuilder.ShapeConfig(mu=0.6)
-    half, gap = 0.06, 0.005
-    joints, parent = [], None
-    for _ in range(links):
-        link = single.add_link()
-        single.add_shape_box(link, hx=half, hy=0.03, hz=0.03, cfg=cfg)
-        if parent is None:
-            joints.append(single.add_joint_free(link, parent_xform=wp.transform((0.0, 0.0, 0.06), wp.quat_identity())))
-        else:
-            joints.append(single.add_joint_revolute(
-                parent, link, axis=(0.0, 0.0, 1.0), parent_xform=wp.transform((half + gap, 0, 0), wp.quat_identity()),
-                child_xform=wp.transform((-half - gap, 0, 0), wp.quat_identity()),
-            ))  # fmt: skip
-        parent = link
-    single.add_articulation(joints)
     for x, y in ((0.0, 0.05), (0.08, 0.1)):
         ball = single.add_body(xform=wp.transform((x, y, 0.2), wp.quat_identity()))
         single.add_shape_sphere(ball, radius=0.04, cfg=cfg)
@@ -90,7 +79,7 @@ def folded_snake_with_balls(worlds=2, links=5):
     b.add_ground_plane(cfg=cfg)
     model = b.finalize()
     q = model.joint_q.numpy().reshape(worlds, -1)
-    q[:, 7 : 7 + links - 1] = 1.25  # each hinge folded by 1.25 rad: the snake curls onto itself
+    q[:, 7 : 7 + links - 1] = 1.25  # each hinge folded by 1.25 rad (not the builder's S): the snake curls onto itself
     model.joint_q.assign(q.ravel())
     return model
 

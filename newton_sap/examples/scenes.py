@@ -82,10 +82,11 @@ def sphere_pile(worlds: int) -> newton.Model:
     return _replicate(robot, worlds)
 
 
-def snake_builder(links: int = 66, half: float = 0.06, gap: float = 0.005) -> newton.ModelBuilder:
+def snake_builder(links: int = 66, half: float = 0.06, gap: float = 0.005, height: float = 0.04) -> newton.ModelBuilder:
     """A snake of ``links`` boxes of 12 × 6 × 6 cm (0.43 kg, μ 0.6) joined end to end by hinges about z under a FREE
     root: one tree of ``links + 5`` dofs (71 by default: above ``dense_max_dofs``), in an S (hinge k at
-    0.25 sin(2πk/22) rad: a heading swinging about ±50°, no two links overlapping) 1 cm above the ground. Not a
+    0.25 sin(2πk/22) rad: a heading swinging about ±50°, no two links overlapping), its root ``height`` [m] up (by
+    default 1 cm above the ground). Not a
     runnable scene: at rest it is beyond float32's conditioning (cond(H) ≈ 4e11; the README's options section), which
     ``benchmarks/bench_contact.py --scenes snake`` and the tests measure."""
     robot = newton.ModelBuilder()
@@ -95,7 +96,7 @@ def snake_builder(links: int = 66, half: float = 0.06, gap: float = 0.005) -> ne
         link = robot.add_link()
         robot.add_shape_box(link, hx=half, hy=0.03, hz=0.03, cfg=cfg)
         if parent is None:
-            joints.append(robot.add_joint_free(link, parent_xform=wp.transform((0.0, 0.0, 0.04), wp.quat_identity())))
+            joints.append(robot.add_joint_free(link, parent_xform=wp.transform((0.0, 0.0, height), wp.quat_identity())))
         else:
             joints.append(robot.add_joint_revolute(
                 parent, link, axis=(0.0, 0.0, 1.0), parent_xform=wp.transform((half + gap, 0, 0), wp.quat_identity()),
