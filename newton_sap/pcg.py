@@ -292,7 +292,7 @@ def world_pcg(
         if r2 <= eta * eta * b2:
             break
         apply_preconditioner(s, n, dof_dense_offset, dof_tree, tree_dof_count, dof_parent, dof_depth, dof_row_start, P,
-                         P_factor, pdiag, r, z)  # fmt: skip
+                             P_factor, pdiag, r, z)  # fmt: skip
         rz_new = float(0.0)
         for i in range(s, s + n):
             rz_new += r[i] * z[i]

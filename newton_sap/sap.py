@@ -1164,8 +1164,10 @@ class SapSolver:
         # worlds too large for one by their tree LDLᵀ: P_t's rows (A's layout), their factor and diagonal shift
         self.P = zeros(max(topology.dense_size, 1))
         self.P_views = bucket_views(self.P, topology.dense_buckets, topology.dense_bucket_offset)
-        sparse_trees = topology.sparse_trees if self.uses_pcg else np.zeros(0, np.int32)
-        sparse_trees = sparse_trees[topology.world_uses_pcg[topology.tree_world[sparse_trees]] == 1]
+        sparse_trees = np.zeros(0, np.int32)
+        if self.uses_pcg:
+            in_pcg_world = topology.world_uses_pcg[topology.tree_world[topology.sparse_trees]] == 1
+            sparse_trees = topology.sparse_trees[in_pcg_world]
         self.pcg_sparse_trees = wp.array(sparse_trees, dtype=wp.int32, device=device) if len(sparse_trees) else None
         self.P_rows, self.P_factor = (zeros(nnz if self.pcg_sparse_trees is not None else 1) for _ in range(2))
         self.P_shift = zeros(ndof if self.pcg_sparse_trees is not None else 1)

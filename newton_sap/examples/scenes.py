@@ -86,9 +86,8 @@ def snake_builder(links: int = 66, half: float = 0.06, gap: float = 0.005, heigh
     """A snake of ``links`` boxes of 12 × 6 × 6 cm (0.43 kg, μ 0.6) joined end to end by hinges about z under a FREE
     root: one tree of ``links + 5`` dofs (71 by default: above ``dense_max_dofs``), in an S (hinge k at
     0.25 sin(2πk/22) rad: a heading swinging about ±50°, no two links overlapping), its root ``height`` [m] up (by
-    default 1 cm above the ground). Not a
-    runnable scene: at rest it is beyond float32's conditioning (cond(H) ≈ 4e11; the README's options section), which
-    ``benchmarks/bench_contact.py --scenes snake`` and the tests measure."""
+    default 1 cm above the ground). Not a runnable scene: at rest it is beyond float32's conditioning (cond(H) ≈ 4e11;
+    the README's options section), which ``benchmarks/bench_contact.py --scenes snake`` and the tests measure."""
     robot = newton.ModelBuilder()
     cfg = newton.ModelBuilder.ShapeConfig(mu=0.6)
     joints, parent = [], None
