@@ -191,6 +191,60 @@ def solve_factored_tree(
         z[k] = zk
 
 
+@wp.func
+def pivots_positive(s: int, n: int, dof_row_start: wp.array(dtype=wp.int32), factor: wp.array(dtype=float)):
+    """Whether every pivot D of a tree's factor (dofs [s, s + n)) is positive and finite."""
+    positive = int(1)
+    for a in range(n):
+        pivot = factor[dof_row_start[s + a]]
+        if not (pivot > 0.0 and wp.isfinite(pivot)):
+            positive = 0
+    return positive
+
+
+@wp.func
+def factor_tree_rows(
+    s: int,
+    n: int,
+    first_attempt: int,
+    dof_parent: wp.array(dtype=wp.int32),
+    dof_depth: wp.array(dtype=wp.int32),
+    dof_row_start: wp.array(dtype=wp.int32),
+    rows: wp.array(dtype=float),
+    diagonal_shift: wp.array(dtype=float),
+    factor: wp.array(dtype=float),
+    y: wp.array(dtype=float),
+):
+    """``M = Lᵀ D L`` of one tree (dofs [s, s + n)) into ``factor``, M given by its rows ``rows`` (A's layout;
+    :func:`eliminate_dof` from the last dof to the first, its right-hand-side half on the scratch ``y``). Attempt 0
+    factors M as it is; each later one, where a pivot D was not positive, ``M_ii ← (1 + δ) M_ii + diagonal_shift_i``
+    (δ from :data:`BREAKDOWN_FIRST_SHIFT`, growing by :data:`BREAKDOWN_SHIFT_GROWTH`, up to :data:`BREAKDOWN_SHIFTS`
+    times), starting at ``first_attempt``. A pivot that is still not positive is left for the solve's user to
+    detect."""
+    broken = int(1)
+    delta = float(0.0)
+    shifted = float(0.0)
+    if first_attempt > 0:
+        delta = BREAKDOWN_FIRST_SHIFT
+        shifted = 1.0
+    for attempt in range(BREAKDOWN_SHIFTS + 1):
+        if broken == 1 and attempt >= first_attempt:
+            for a in range(n):
+                k = s + a
+                rk = dof_row_start[k]
+                for e in range(dof_depth[k] + 1):
+                    factor[rk + e] = rows[rk + e]
+                factor[rk] = (1.0 + delta) * factor[rk] + shifted * diagonal_shift[k]
+            for a in range(n):
+                eliminate_dof(s + n - 1 - a, dof_parent, dof_depth, dof_row_start, factor, y)
+            broken = 1 - pivots_positive(s, n, dof_row_start, factor)
+            if delta == 0.0:
+                delta = BREAKDOWN_FIRST_SHIFT
+                shifted = 1.0
+            else:
+                delta = delta * BREAKDOWN_SHIFT_GROWTH
+
+
 @wp.kernel
 def factor_trees(
     # model
@@ -210,43 +264,61 @@ def factor_trees(
     factor: wp.array(dtype=float),
     y: wp.array(dtype=float),
 ):
-    """One thread per listed tree of the worlds flagged in both masks: ``M = Lᵀ D L`` into ``factor`` for
-    :func:`solve_factored_tree`, M given by its rows ``rows`` (A's layout; :func:`eliminate_dof` from the tree's last
-    dof to its first, its right-hand-side half on the scratch ``y``). Where a pivot D is not positive, M is factored
-    again as ``M_ii ← (1 + δ) M_ii + diagonal_shift_i`` (δ from :data:`BREAKDOWN_FIRST_SHIFT`, growing by
-    :data:`BREAKDOWN_SHIFT_GROWTH`, up to :data:`BREAKDOWN_SHIFTS` times): the couplings a caller dropped from M and
-    moved to ``diagonal_shift`` (PCG's self-contacts), and float32's round-off. A 66-link snake resting on the ground
-    (71 dofs, cond(A) ≈ 5e7) gave a ``Jᵀ G J`` whose float32 sums had eigenvalues down to −10 against A's smallest,
-    1.4e-4. A pivot that is still not positive is left for the solve's user to detect."""
+    """One thread per listed tree of the worlds flagged in both masks: :func:`factor_tree_rows` from attempt 0, for
+    :func:`solve_factored_tree` (PCG's preconditioner of large trees, whose ``diagonal_shift`` holds the couplings it
+    dropped). A 66-link snake resting on the ground (71 dofs, cond(A) ≈ 5e7) gave a ``Jᵀ G J`` whose float32 sums had
+    eigenvalues down to −10 against A's smallest, 1.4e-4."""
+    t = trees[wp.tid()]
+    w = tree_world[t]
+    if world_active[w] == 0 or world_selected[w] == 0:
+        return
+    factor_tree_rows(tree_dof_start[t], tree_dof_count[t], 0, dof_parent, dof_depth, dof_row_start, rows,
+                     diagonal_shift, factor, y)  # fmt: skip
+
+
+@wp.kernel
+def resolve_broken_trees(
+    # model
+    trees: wp.array(dtype=wp.int32),
+    tree_dof_start: wp.array(dtype=wp.int32),
+    tree_dof_count: wp.array(dtype=wp.int32),
+    tree_world: wp.array(dtype=wp.int32),
+    dof_parent: wp.array(dtype=wp.int32),
+    dof_depth: wp.array(dtype=wp.int32),
+    dof_row_start: wp.array(dtype=wp.int32),
+    # inputs
+    world_active: wp.array(dtype=wp.int32),
+    world_selected: wp.array(dtype=wp.int32),
+    rows: wp.array(dtype=float),
+    rhs: wp.array(dtype=float),
+    scale: float,
+    base: wp.array(dtype=float),
+    no_shift: wp.array(dtype=float),
+    # outputs (factor, y, x: those of the solve before, redone in place)
+    factor: wp.array(dtype=float),
+    y: wp.array(dtype=float),
+    x: wp.array(dtype=float),
+    out: wp.array(dtype=float),
+):
+    """After :func:`solve_tree_systems`: one thread per listed tree of the worlds flagged in both masks whose factor
+    has a pivot that is not positive (M indefinite in float32) factors M again with a scaled diagonal
+    (:func:`factor_tree_rows` from attempt 1) and solves anew, ``out = base + scale · M̃⁻¹ rhs``. Trees whose factor
+    held cost a scan of their pivots."""
     t = trees[wp.tid()]
     w = tree_world[t]
     if world_active[w] == 0 or world_selected[w] == 0:
         return
     s = tree_dof_start[t]
     n = tree_dof_count[t]
-    broken = int(1)
-    delta = float(0.0)
-    shifted = float(0.0)
-    for _attempt in range(BREAKDOWN_SHIFTS + 1):
-        if broken == 1:
-            for a in range(n):
-                k = s + a
-                rk = dof_row_start[k]
-                for e in range(dof_depth[k] + 1):
-                    factor[rk + e] = rows[rk + e]
-                factor[rk] = (1.0 + delta) * factor[rk] + shifted * diagonal_shift[k]
-            for a in range(n):
-                eliminate_dof(s + n - 1 - a, dof_parent, dof_depth, dof_row_start, factor, y)
-            broken = int(0)
-            for a in range(n):
-                pivot = factor[dof_row_start[s + a]]
-                if not (pivot > 0.0 and wp.isfinite(pivot)):
-                    broken = 1
-            if delta == 0.0:
-                delta = BREAKDOWN_FIRST_SHIFT
-                shifted = 1.0
-            else:
-                delta = delta * BREAKDOWN_SHIFT_GROWTH
+    if pivots_positive(s, n, dof_row_start, factor) == 1:
+        return
+    factor_tree_rows(s, n, 1, dof_parent, dof_depth, dof_row_start, rows, no_shift, factor, y)
+    for a in range(n):
+        y[s + a] = rhs[s + a]
+    for a in range(n):
+        reduce_dof(s + n - 1 - a, dof_parent, dof_depth, dof_row_start, factor, y)
+    for a in range(n):
+        substitute_dof(s + a, dof_parent, dof_depth, dof_row_start, scale, factor, y, base, x, out)
 
 
 @wp.kernel

@@ -79,7 +79,7 @@ from .contact_constraints import (
     first_parked_slot,
     record_step_dt,
 )
-from .factorization import factor_trees, solve_tree_systems, sparse_matvec, uses_tree_ldlt
+from .factorization import factor_trees, resolve_broken_trees, solve_tree_systems, sparse_matvec, uses_tree_ldlt
 from .jacobian import body_chain_twists, on_one_chain, row_product, second_walk
 from .joint_constraints import SLOTS_PER_DOF, check_left_out_limits, joint_constraint_rows
 from .line_search import COST_FLAT, NO_DESCENT_RELATIVE_RESIDUAL, line_dots, line_rows, line_search
@@ -1858,21 +1858,21 @@ class SapSolver:
 
     def _tree_local_directions(self, active, grad, dv) -> None:
         """``dv = −H⁻¹ grad`` by the tree LDLᵀ of H's rows in the worlds flagged in both ``active`` and
-        ``world_tree_local``: factored first (``factor_trees``, refactored with a scaled diagonal where float32 leaves
-        H indefinite), then the right-hand side reduced and substituted (the same operations as one pass of
-        ``tree_solve``, so the same bits where nothing is refactored). A 66-link snake resting on the ground (71 dofs,
-        cond(H) ≈ 4e11) had negative pivots, and its direction from them stopped steps 1e-3 m/s off the float64 solve,
-        some not converged."""
+        ``world_tree_local`` (``solve_tree_systems``); a tree whose factor has a pivot that is not positive (H
+        indefinite in float32) is factored again with a scaled diagonal and solved anew (``resolve_broken_trees``).
+        A 66-link snake resting on the ground (71 dofs, cond(H) ≈ 4e11) had negative pivots, and its directions from
+        them stopped steps 1e-3 m/s off the float64 solve, some not converged."""
         T = self.T
-        wp.launch(
-            factor_trees, dim=self.topo.tree_count,
-            inputs=[T.tree_ids, T.tree_dof_start, T.tree_dof_count, T.tree_world, T.dof_parent, T.dof_depth,
-                    T.dof_row_start, active, self.world_tree_local, self.H_rows, self.zero_dof],
-            outputs=[self.ldlt_factor, self.ldlt_y], device=self.device,
-        )  # fmt: skip
         solve_tree_systems(
             T.tree_ids, T.dof_levels, T, active, self.world_tree_local, self.H_rows, grad, -1.0, self.zero_dof,
-            self.ldlt_factor, self.ldlt_y, self.ldlt_x, dv, self.device, factored=True,
+            self.ldlt_factor, self.ldlt_y, self.ldlt_x, dv, self.device,
+        )  # fmt: skip
+        wp.launch(
+            resolve_broken_trees, dim=self.topo.tree_count,
+            inputs=[T.tree_ids, T.tree_dof_start, T.tree_dof_count, T.tree_world, T.dof_parent, T.dof_depth,
+                    T.dof_row_start, active, self.world_tree_local, self.H_rows, grad, -1.0, self.zero_dof,
+                    self.zero_dof],
+            outputs=[self.ldlt_factor, self.ldlt_y, self.ldlt_x, dv], device=self.device,
         )  # fmt: skip
 
     def _outside_block_cholesky(self, work, **kwargs) -> None:
