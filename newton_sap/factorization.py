@@ -294,7 +294,7 @@ def resolve_broken_trees(
     scale: float,
     base: wp.array(dtype=float),
     no_shift: wp.array(dtype=float),
-    # outputs (factor, y, x: those of the solve before, redone in place)
+    # outputs (factor, x: those of the solve before, redone in place; y: scratch)
     factor: wp.array(dtype=float),
     y: wp.array(dtype=float),
     x: wp.array(dtype=float),
@@ -313,12 +313,9 @@ def resolve_broken_trees(
     if pivots_positive(s, n, dof_row_start, factor) == 1:
         return
     factor_tree_rows(s, n, 1, dof_parent, dof_depth, dof_row_start, rows, no_shift, factor, y)
+    solve_factored_tree(s, n, dof_parent, dof_depth, dof_row_start, factor, rhs, x)
     for a in range(n):
-        y[s + a] = rhs[s + a]
-    for a in range(n):
-        reduce_dof(s + n - 1 - a, dof_parent, dof_depth, dof_row_start, factor, y)
-    for a in range(n):
-        substitute_dof(s + a, dof_parent, dof_depth, dof_row_start, scale, factor, y, base, x, out)
+        out[s + a] = base[s + a] + scale * x[s + a]
 
 
 @wp.kernel

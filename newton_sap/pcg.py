@@ -22,7 +22,7 @@ import functools
 
 import warp as wp
 
-from .factorization import solve_factored_tree
+from .factorization import pivots_positive, solve_factored_tree
 from .jacobian import row_product
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
@@ -107,16 +107,15 @@ def precondition_tree(
     self-contacts (cond(A) 1e5) turned its world NaN, flagged failed, where the dense and block-Cholesky solves
     converge (helper review, session 28)."""
     block = dof_dense_offset[s]
-    factored = bool(True)
-    for a in range(m):
-        pivot = float(0.0)
-        if block >= 0:
+    factored = int(1)
+    if block >= 0:
+        for a in range(m):
             pivot = P[block + a * m + a]
-        else:
-            pivot = P_factor[dof_row_start[s + a]]
-        if not (pivot > 0.0 and wp.isfinite(pivot)):
-            factored = False
-    if not factored:
+            if not (pivot > 0.0 and wp.isfinite(pivot)):
+                factored = 0
+    else:
+        factored = pivots_positive(s, m, dof_row_start, P_factor)
+    if factored == 0:
         for a in range(m):
             z[s + a] = r[s + a] / pdiag[s + a]
         return
