@@ -218,6 +218,7 @@ def contact_rows(
     stiffness_override: float,
     dissipation_override: float,
     beta: float,
+    near_rigid_dt: float,
     sigma: float,
     dt: float,
     park: int,
@@ -390,13 +391,13 @@ def contact_rows(
         u = offset_velocity(b1, body_free_centripetal, dt) - offset_velocity(b0, body_free_centripetal, dt)
         vc_known = vc_kinematic + R_CW * u
         c_vhat_out[c] = v_hat - vc_known
-        R = contact_compliance(k_pair, tau, dt, beta, sigma, w_norm / 3.0)
+        R = contact_compliance(k_pair, tau, dt, beta, sigma, w_norm / 3.0, near_rigid_dt)
         c_R_out[c] = R
         if lagged == 1:  # friction bound μ n0, n0 the elastic normal impulse at the step's start penetration
             R_n_last = R[2]  # the compliance of the last step, which left that penetration (0: none, this Δt)
             dt_last = last_dt[0]
             if dt_last > 0.0 and dt_last != dt:
-                R_n_last = contact_compliance(k_pair, tau, dt_last, beta, sigma, w_norm / 3.0)[2]
+                R_n_last = contact_compliance(k_pair, tau, dt_last, beta, sigma, w_norm / 3.0, near_rigid_dt)[2]
             else:
                 dt_last = dt
             c_param_out[c] = mu * lagged_normal_impulse(phi0, dt, dt_last, tau, R_n_last)

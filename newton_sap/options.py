@@ -46,6 +46,11 @@ class SapOptions:
         contact_dissipation_time: Dissipation time scale τ_d [s] of every pair; None uses
             ``shape_material_kd / shape_material_ke`` of each shape (summed).
         near_rigid_threshold: β of the near-rigid regime (0: purely compliant contact).
+        near_rigid_time_step: A reference step Δt_r [s] for the near-rigid regime, or None. The regime caps a
+            contact's stiffness at about ``4π² / (β² w Δt²)`` (w: its Delassus estimate [kg⁻¹]), so where it
+            binds, contacts at rest sink by an amount that follows each step's Δt; steps of varying Δt then keep
+            moving resting bodies (a box stack at mm/s). With Δt_r, the cap is taken at Δt_r for every step of
+            Δt ≤ Δt_r: one stiffness, one resting penetration (a longer step takes its own cap).
         friction_regularization: σ: regularized friction slips by about ``σ Δt g`` when sticking; at least
             :data:`MIN_FRICTION_REGULARIZATION` (1e-6).
         joint_limit_stiffness: Stiffness [N/m or N·m/rad] of every joint limit (near-rigid by
@@ -111,6 +116,7 @@ class SapOptions:
     contact_stiffness: float | None = DEFAULT_CONTACT_STIFFNESS
     contact_dissipation_time: float | None = DEFAULT_CONTACT_DISSIPATION_TIME
     near_rigid_threshold: float = 1.0
+    near_rigid_time_step: float | None = None
     friction_regularization: float = 1.0e-3
     joint_limit_stiffness: float | None = 1.0e12
     joint_limit_dissipation_time: float = -1.0
@@ -131,7 +137,7 @@ class SapOptions:
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         for name in ("rel_tolerance", "abs_tolerance", "contact_stiffness", "contact_dissipation_time",
-                     "near_rigid_threshold", "friction_regularization", "joint_limit_stiffness",
+                     "near_rigid_threshold", "near_rigid_time_step", "friction_regularization", "joint_limit_stiffness",
                      "joint_limit_dissipation_time"):  # fmt: skip
             value = getattr(self, name)
             if value is None:
@@ -155,6 +161,8 @@ class SapOptions:
             raise ValueError(f"joint_limit_stiffness must be > 0 or None, got {self.joint_limit_stiffness}")
         if not self.near_rigid_threshold >= 0.0:
             raise ValueError(f"near_rigid_threshold must be >= 0, got {self.near_rigid_threshold}")
+        if self.near_rigid_time_step is not None and not self.near_rigid_time_step > 0.0:
+            raise ValueError(f"near_rigid_time_step must be > 0 [s] or None, got {self.near_rigid_time_step}")
         sigma = self.friction_regularization
         if not sigma >= MIN_FRICTION_REGULARIZATION:
             raise ValueError(f"friction_regularization must be >= {MIN_FRICTION_REGULARIZATION:g}, got {sigma}")

@@ -1331,7 +1331,7 @@ class SapSolver:
             self._contact_row_args = {
                 "dim": -(-n_contacts // self.slots_per_thread),
                 "options": [self.slots_per_thread, n_contacts, stiffness, dissipation, o.near_rigid_threshold,
-                            o.friction_regularization, dt, int(self.parking),
+                            o.near_rigid_time_step or -1.0, o.friction_regularization, dt, int(self.parking),
                             int(o.contact_approximation == "lagged")],
                 "inputs": [
                     model.shape_body, model.shape_material_ke, model.shape_material_kd,

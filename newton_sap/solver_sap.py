@@ -369,7 +369,8 @@ class SolverSAP(newton.solvers.SolverBase):
 
     # ------------------------------------------------------------------ stepping
     def step(self, state_in, state_out, control, contacts, dt: float, *, observables=None) -> None:
-        """Advance ``state_in`` by ``dt`` [s] into ``state_out`` (Newton's public convention).
+        """Advance ``state_in`` by ``dt`` [s] into ``state_out`` (Newton's public convention). ``dt`` must be positive
+        and finite in float32 (``ValueError``; Newton's Featherstone takes 0 as a step that changes nothing).
 
         ``control``: Newton's ``Control``, or None for the model's own control arrays; an array a
         ``Control`` leaves None (e.g. one with only ``joint_f`` set) is taken from the model too.

@@ -285,7 +285,11 @@ def build_topology(
         static[b] = jtype[body_joint[b]] == JOINT_FIXED and (p < 0 or static[p])
     for b in order:
         if not static[b] and body_world[b] < 0:
-            raise ModelError(f"{entity_label(body_labels, b, 'body')} moves but belongs to no world (world -1)")
+            raise ModelError(
+                f"{entity_label(body_labels, b, 'body')} moves but belongs to no world (world -1) of a model of "
+                f"{world_count} worlds, whose problems are solved apart: add it to each world (a kinematic or dynamic "
+                "copy per world), or make it static"
+            )
 
     body_tree = np.full(nb, -1, np.int32)
     body_depth = np.full(nb, -1, np.int32)

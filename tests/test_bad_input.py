@@ -77,6 +77,19 @@ def test_unmarked_loop_is_refused():
         newton_sap.SolverSAP(model)
 
 
+@pytest.mark.parametrize("kinematic", [False, True])
+def test_moving_body_of_no_world_in_several_worlds_is_refused(kinematic):
+    """A platform added after ``replicate`` belongs to world -1: it would couple problems solved apart."""
+    box = newton.ModelBuilder()
+    box.add_shape_box(box.add_body(xform=wp.transform((0.0, 0.0, 0.3), wp.quat_identity())), hx=0.1, hy=0.1, hz=0.1)
+    scene = newton.ModelBuilder()
+    scene.replicate(box, 2)
+    platform = scene.add_body(label="platform", is_kinematic=kinematic)
+    scene.add_shape_box(platform, hx=1.0, hy=1.0, hz=0.1)
+    with pytest.raises(ModelError, match="platform.*belongs to no world.*2 worlds.*add it to each world"):
+        newton_sap.SolverSAP(scene.finalize())
+
+
 @pytest.mark.parametrize("dt", [0.0, -1e-3, float("nan")])
 def test_non_positive_dt_raises(dt):
     model = chain()

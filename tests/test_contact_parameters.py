@@ -113,6 +113,21 @@ def test_near_rigid_threshold_caps_the_normal_compliance(beta):
     assert abs((RADIUS - run.q[2]) - expected) < 0.01 * expected
 
 
+@pytest.mark.parametrize("dt", [0.005, 0.01])
+def test_near_rigid_time_step_gives_one_resting_penetration(dt):
+    """With ``near_rigid_time_step`` Δt_r the near-rigid cap acts as a stiffness ``k_r = 4π² / (β² w Δt_r (Δt_r +
+    τ_d))`` at every Δt ≤ Δt_r: the resting sphere of the test above sinks by ``m g / k_r`` (within 1 %) at both steps,
+    where without it the penetration follows Δt (``m g Δt (Δt + τ_d) β² w / 4π²``: 3× apart at these two)."""
+    reference, tau = 0.02, 0.02
+    model = sphere_on_ground(radius=RADIUS, mass=MASS, height=RADIUS)
+    run = Run(model, contact_stiffness=1e9, contact_dissipation_time=tau, near_rigid_time_step=reference)
+    run.step(dt, round(2.0 / dt))
+    tangential = 1.0 / MASS + RADIUS**2 / (0.4 * MASS * RADIUS**2)
+    w = np.sqrt(2.0 * tangential**2 + (1.0 / MASS) ** 2) / 3.0
+    expected = MASS * G * reference * (reference + tau) * w / (4.0 * np.pi**2)
+    assert abs((RADIUS - run.q[2]) - expected) < 0.01 * expected
+
+
 def test_stiction_creep_is_proportional_to_sigma():
     """A box sticking on a 20° incline (μ = 0.5) creeps at ``v_t = R_t γ_t`` with ``R_t = σ w``: ten times
     σ, ten times the creep (within 5 %)."""

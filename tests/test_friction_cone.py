@@ -15,7 +15,7 @@ MU, K, TAU_D, BETA, SIGMA, DT, W, PHI0 = 0.5, 3e5, 0.02, 1.0, 1e-3, 0.01, 1.0, -
 
 @wp.kernel
 def _parameters(R_out: wp.array(dtype=wp.vec3), v_hat_out: wp.array(dtype=wp.vec3)):
-    R_out[0] = contact_compliance(K, TAU_D, DT, BETA, SIGMA, W)
+    R_out[0] = contact_compliance(K, TAU_D, DT, BETA, SIGMA, W, -1.0)
     v_hat_out[0] = contact_bias_velocity(PHI0, DT, TAU_D)
 
 

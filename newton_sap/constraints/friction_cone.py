@@ -30,15 +30,24 @@ Jacobian vanishes (a point on the axis of the only joint that moves it) keeps a 
 
 
 @wp.func
-def contact_compliance(stiffness: float, dissipation_time: float, dt: float, beta: float, sigma: float, w: float):
+def contact_compliance(
+    stiffness: float, dissipation_time: float, dt: float, beta: float, sigma: float, w: float, reference_dt: float
+):
     """Diagonal compliance ``R = (R_t, R_t, R_n)`` [kg⁻¹] of a contact.
 
     ``R_n = max(β² w / (4π²), 1 / (Δt k (Δt + τ_d)))``: the compliant value from the stiffness k
     [N/m] and dissipation time τ_d [s], capped (near-rigid regime) so that the contact's natural period
     is no shorter than about β·Δt; ``w`` [kg⁻¹] is the Delassus diagonal estimate (at least
-    ``CONTACT_DELASSUS_FLOOR``). ``R_t = σ w``."""
+    ``CONTACT_DELASSUS_FLOOR``). ``R_t = σ w``.
+
+    With a reference step ``reference_dt`` = Δt_r > 0 [s], k is first capped at the stiffness the cap leaves at
+    Δt_r, ``k_r = 4π² / (β² w Δt_r (Δt_r + τ_d))``: the contact then has that one stiffness (and resting
+    penetration) at every Δt ≤ Δt_r, whose ``R_n`` stays above the cap; a longer step takes its own cap."""
     w_used = wp.max(w, CONTACT_DELASSUS_FLOOR)
-    r_n = wp.max(beta * beta * w_used / TWO_PI_SQ, 1.0 / (dt * stiffness * (dt + dissipation_time)))
+    k = stiffness
+    if reference_dt > 0.0 and beta > 0.0:
+        k = wp.min(k, TWO_PI_SQ / (beta * beta * w_used * reference_dt * (reference_dt + dissipation_time)))
+    r_n = wp.max(beta * beta * w_used / TWO_PI_SQ, 1.0 / (dt * k * (dt + dissipation_time)))
     r_t = sigma * w_used
     return wp.vec3(r_t, r_t, r_n)
 
