@@ -12,7 +12,7 @@ the replicated builder once, so it is a single static shape shared by all worlds
 * ``spheres``: 50 spheres (radius 0.05 m, free bodies, 300 dofs in one world) dropped into a bin made of
   four static box walls on the ground.
 * ``snake`` (not in the default run): a snake of 66 boxes on vertical hinges (one tree of 71 dofs, FREE root, above
-  ``dense_max_dofs`` = 64), in a gentle S lying 1 cm above the ground; it drops and rests on about 260 contacts.
+  ``dense_max_dofs`` = 64), in a gentle S lying 1 cm above the ground; it drops and rests on about 390 contacts.
 
 Every solver steps the same model from the same initial state, with the same ``dt`` and default options
 (Featherstone: its defaults; MuJoCo: ``use_mujoco_cpu=False`` and the scene's ``nconmax``/``njmax``;

@@ -302,8 +302,8 @@ def resolve_broken_trees(
 ):
     """After :func:`solve_tree_systems`: one thread per listed tree of the worlds flagged in both masks whose factor
     has a pivot that is not positive (M indefinite in float32) factors M again with a scaled diagonal
-    (:func:`factor_tree_rows` from attempt 1) and solves anew, ``out = base + scale · M̃⁻¹ rhs``. Trees whose factor
-    held cost a scan of their pivots."""
+    (:func:`factor_tree_rows` from attempt 1) and solves anew, ``out = base + scale · M̃⁻¹ rhs``; where no attempt
+    holds, by M's diagonal (Jacobi), as the dense path does. Trees whose factor held cost a scan of their pivots."""
     t = trees[wp.tid()]
     w = tree_world[t]
     if world_active[w] == 0 or world_selected[w] == 0:
@@ -313,6 +313,12 @@ def resolve_broken_trees(
     if pivots_positive(s, n, dof_row_start, factor) == 1:
         return
     factor_tree_rows(s, n, 1, dof_parent, dof_depth, dof_row_start, rows, no_shift, factor, y)
+    if pivots_positive(s, n, dof_row_start, factor) == 0:  # still broken: M's diagonal (Jacobi), as the dense path
+        for a in range(n):
+            k = s + a
+            x[k] = rhs[k] / rows[dof_row_start[k]]
+            out[k] = base[k] + scale * x[k]
+        return
     solve_factored_tree(s, n, dof_parent, dof_depth, dof_row_start, factor, rhs, x)
     for a in range(n):
         out[s + a] = base[s + a] + scale * x[s + a]

@@ -59,7 +59,8 @@ class SapOptions:
             ``joint_limit_stiffness`` is given; negative means one time step (Drake's choice).
         dense_max_dofs: Trees up to this many dofs have dense blocks: on GPUs their mass matrix is
             factored densely (tiles), and PCG preconditions with these blocks. Larger trees, and on the
-            CPU every tree, factor by the level-parallel tree LDLᵀ (``factorization.py``).
+            CPU every tree, factor by the level-parallel tree LDLᵀ (``factorization.py``); PCG preconditions
+            larger trees by the tree LDLᵀ of their block of H (one thread per tree, ``factor_trees``).
         dense_world_max_dofs: Worlds up to this many dofs solve each Newton system exactly: by a dense
             tile Cholesky of ``H = A + JᵀGJ``, or on the CPU, in a world whose constraints each act
             along one chain (a robot on static ground), by the tree LDLᵀ of H.
@@ -67,7 +68,8 @@ class SapOptions:
             by a sparse Cholesky of H with the trees as blocks (``block_cholesky.py``; the tree LDLᵀ
             in the steps where the CPU's condition above holds). Each such world keeps an n×n float
             array (1 MiB at 512 dofs). Worlds above it use conjugate gradients preconditioned by the
-            per-tree blocks of H. None (default): 512 on the CPU, 0 on CUDA devices, where one thread per
+            per-tree blocks of H (for trees above ``dense_max_dofs``, without the entries coupling two of
+            their branches). None (default): 512 on the CPU, 0 on CUDA devices, where one thread per
             world runs the block Cholesky and leaves the GPU idle (a 1024-world 50-sphere pile: 365 ms
             per step on an H200).
         pcg_threads: How conjugate gradients run in the PCG worlds: ``"world"``, one thread per world runs

