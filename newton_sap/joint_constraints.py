@@ -86,7 +86,7 @@ def mimic_tables(model: newton.Model, topo) -> tuple[np.ndarray, np.ndarray]:
             different dof counts, of a loop-closing joint (not a coordinate), of a joint with itself or with
             non-finite coefficients, or a joint that mimics two joints; the message names the follower joint.
     """
-    from .topology import ModelError, entity_label
+    from .topology import ModelError, entity_label, model_labels
 
     leader = np.full(topo.dof_count, -1, np.int32)
     coeffs = np.zeros((topo.dof_count, 2), np.float32)
@@ -94,7 +94,7 @@ def mimic_tables(model: newton.Model, topo) -> tuple[np.ndarray, np.ndarray]:
     if not couplings or topo.dof_count == 0:
         return leader, coeffs
     jtype = model.joint_type.numpy()
-    labels = list(model.joint_label)
+    labels = model_labels(model, "joint")
     dim = model.joint_dof_dim.numpy().sum(axis=1)
     internal = {(int(topo.dof_joint[i]), int(topo.dof_public[i])): i for i in range(topo.dof_count)}
     qd_start = model.joint_qd_start.numpy()
@@ -247,6 +247,7 @@ def joint_constraint_rows(
     c_dof: wp.array2d(dtype=wp.int32),
     c_J: wp.array2d(dtype=wp.vec3),
     c_vc: wp.array(dtype=wp.vec3),
+    world_failed_out: wp.array(dtype=wp.int32),
 ):
     """Drive, limit, friction and mimic rows of dof i, with their velocities ``J v0`` at the step's start (a BALL
     joint's dof: drive and friction rows, its drive's position the axis' component of ``ball_rotation_error`` with
@@ -260,7 +261,11 @@ def joint_constraint_rows(
     drives, contacts, mimics or other dofs' forces do, so the sides left out are checked at the solution
     (``check_left_out_limits``). A kinematic body's dof (prescribed) has no drive, limit or friction rows; a mimic
     row has no entry for a kinematic side (leader or follower), whose velocity moves into v̂ (``kinematic_bodies``),
-    and none at all when both sides are kinematic. Limit compliance: ``limit_compliance_and_time``."""
+    and none at all when both sides are kinematic. Limit compliance: ``limit_compliance_and_time``. A NaN among the
+    model values a dynamic dof's rows read (gains, effort limit, limits, their stiffness and damping when used,
+    friction: written without ``notify_model_changed``, which refuses them) marks its world in ``world_failed_out``,
+    which the solve then leaves out: a NaN gain would push with the full effort limit, a NaN limit or friction
+    drop its row."""
     i = wp.tid()
     n = dof_public.shape[0]
     for k in range(SLOTS_PER_DOF):
@@ -320,6 +325,11 @@ def joint_constraint_rows(
         q_target = servo[2]
         v_target = servo[3]
         u_ff = 0.0
+    gains = kp + kv + joint_friction[p]
+    if limit_stiffness <= 0.0:
+        gains += joint_limit_ke[p] + joint_limit_kd[p]
+    if wp.isnan(gains) or wp.isnan(effort) or wp.isnan(joint_limit_lower[p]) or wp.isnan(joint_limit_upper[p]):
+        world_failed_out[w] = 1  # (limits and effort may be ±inf: none)
     ranges = dof_drive_ranges[p]
     if ranges[3] >= 0.0:  # the MJCF actuator's ranges, the effort the motors leave
         if joint_target_mode[p] == MODE_POSITION:

@@ -66,7 +66,7 @@ def check_kinematic_bodies(model: newton.Model, topo) -> np.ndarray:
     Raises:
         ModelError: a kinematic body with a moving parent, naming it.
     """
-    from .topology import ModelError, entity_label
+    from .topology import ModelError, entity_label, model_labels
 
     if model.body_count == 0 or model.body_flags is None:
         return np.zeros(0, np.int64)
@@ -76,7 +76,7 @@ def check_kinematic_bodies(model: newton.Model, topo) -> np.ndarray:
     if moving_parent.any():
         b = int(kinematic[np.argmax(moving_parent)])
         raise ModelError(
-            f"{entity_label(list(model.body_label), b, 'body')} is kinematic but its parent body "
+            f"{entity_label(model_labels(model, 'body'), b, 'body')} is kinematic but its parent body "
             f"{int(topo.body_parent[b])} moves: only tree roots (attached to the world) can be kinematic"
         )
     return kinematic

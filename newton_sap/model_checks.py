@@ -30,6 +30,7 @@ from .topology import (
     ball_tree_dofs,
     entity_label,
     entity_list,
+    model_labels,
     scalar_tree_dofs,
 )
 
@@ -89,7 +90,7 @@ def check_inertial_properties(model: newton.Model, topo: Topology) -> None:
     )
     if found := first_problem(problems):
         b, message = found
-        raise ModelError(f"{entity_label(list(model.body_label), b, 'body')} {message}")
+        raise ModelError(f"{entity_label(model_labels(model, 'body'), b, 'body')} {message}")
     if topo.dof_count == 0:
         return
     # a dof moves its child's subtree: sums over the subtrees, deepest bodies first (body_levels)
@@ -109,15 +110,15 @@ def check_inertial_properties(model: newton.Model, topo: Topology) -> None:
     )  # fmt: skip
     if found := first_problem(problems):
         i, message = found
-        raise ModelError(f"{entity_label(list(model.joint_label), int(topo.dof_joint[i]), 'joint')} {message}")
+        raise ModelError(f"{entity_label(model_labels(model, 'joint'), int(topo.dof_joint[i]), 'joint')} {message}")
     joints, block, scale = _leaf_rotational_blocks(model, topo, mass, inertia, com, kinematic)
     eigenvalues = np.linalg.eigvalsh(block)
     singular = eigenvalues[:, 0] <= INERTIA_MIN_RELATIVE_EIGENVALUE * np.maximum(eigenvalues[:, -1], scale)
     if singular.any():
         j = int(joints[np.argmax(singular)])
-        body = entity_label(list(model.body_label), int(model.joint_child.numpy()[j]), "body")
+        body = entity_label(model_labels(model, "body"), int(model.joint_child.numpy()[j]), "body")
         raise ModelError(
-            f"{entity_label(list(model.joint_label), j, 'joint')} turns {body} "
+            f"{entity_label(model_labels(model, 'joint'), j, 'joint')} turns {body} "
             "about an axis along which it has no rotational inertia about the joint (a point mass, or a rod about "
             "its own axis): its mass matrix is singular; give the body inertia or the joint armature"
         )
@@ -170,7 +171,7 @@ def check_joint_geometry(model: newton.Model) -> None:
     )  # fmt: skip
     if found := first_problem(problems):
         j, message = found
-        raise ModelError(f"{entity_label(list(model.joint_label), j, 'joint')} {message}")
+        raise ModelError(f"{entity_label(model_labels(model, 'joint'), j, 'joint')} {message}")
 
 
 def check_gravity(model: newton.Model) -> None:
@@ -286,13 +287,13 @@ def validate_joint_drives_and_limits(model: newton.Model, topo, options: SapOpti
     if found := first_problem(problems):
         p, message = found
         j = int(dof_joint[p])
-        raise ModelError(f"{entity_label(list(model.joint_label), j, 'joint')} dof {p} {message}")
+        raise ModelError(f"{entity_label(model_labels(model, 'joint'), j, 'joint')} dof {p} {message}")
     return bool(((acting & (driven | (friction > 0.0))) | (scalar & limited)).any())
 
 
 def joint_list(model: newton.Model, joints: np.ndarray) -> str:
     """``joints`` by index and label for a message, the first five and how many more."""
-    return entity_list(list(model.joint_label), joints, "joint")
+    return entity_list(model_labels(model, "joint"), joints, "joint")
 
 
 def warn_ignored_joint_settings(model: newton.Model, joints: np.ndarray) -> None:
@@ -355,7 +356,7 @@ def warn_body_velocities_without_joint_velocities(model: newton.Model, topo) -> 
     bodies = np.nonzero(body_moves & in_tree & ~tree_moves[np.where(in_tree, topo.body_tree, 0)])[0]
     if len(bodies) == 0:
         return
-    names, verb = entity_list(list(model.body_label), bodies, "body"), "has" if len(bodies) == 1 else "have"
+    names, verb = entity_list(model_labels(model, "body"), bodies, "body"), "has" if len(bodies) == 1 else "have"
     warnings.warn(
         f"{names} {verb} a velocity in model.body_qd but none in their joints' joint_qd; SolverSAP steps the joint "
         "coordinates and ignores it: set the velocity on the joint (a FREE joint's joint_qd is [v_com, ω]) or run "
@@ -365,10 +366,16 @@ def warn_body_velocities_without_joint_velocities(model: newton.Model, topo) -> 
     )
 
 
-def validate_materials(model: newton.Model, options: SapOptions) -> None:
-    """Shape materials the contact model reads must be physical; the error names the shape."""
+def validate_shapes(model: newton.Model, options: SapOptions) -> None:
+    """Shape materials the contact model reads must be physical, and the geometry Newton's collision pipeline reads
+    finite (a NaN transform, scale, margin or gap gives no contacts: the body falls through what it should rest on);
+    the error names the shape."""
     if model.shape_count == 0:
         return
+    frame = model.shape_transform.numpy()
+    scale = model.shape_scale.numpy()
+    margin = model.shape_margin.numpy()
+    gap = model.shape_gap.numpy()
     ke = model.shape_material_ke.numpy()
     kd = model.shape_material_kd.numpy()
     mu = model.shape_material_mu.numpy()
@@ -380,7 +387,13 @@ def validate_materials(model: newton.Model, options: SapOptions) -> None:
          lambda s: f"has contact stiffness shape_material_ke = {ke[s]} [N/m]; it must be finite and > 0"),
         (uses_kd & ~(np.isfinite(kd) & (kd >= 0.0)),
          lambda s: f"has contact damping shape_material_kd = {kd[s]}; it must be finite and >= 0"),
+        (~(np.isfinite(frame).all(axis=1) & (np.sum(frame[:, 3:] ** 2, axis=1) > 0.0)),
+         lambda s: f"has shape_transform {frame[s].tolist()}; it must be finite with a nonzero quaternion"),
+        (~np.isfinite(scale).all(axis=1), lambda s: f"has shape_scale {scale[s].tolist()}; it must be finite"),
+        (~(np.isfinite(margin) & (margin >= 0.0)),
+         lambda s: f"has shape_margin {margin[s]} [m]; it must be finite and >= 0"),
+        (~(np.isfinite(gap) & (gap >= 0.0)), lambda s: f"has shape_gap {gap[s]} [m]; it must be finite and >= 0"),
     )  # fmt: skip
     if found := first_problem(problems):
         s, message = found
-        raise ModelError(f"{entity_label(list(model.shape_label), s, 'shape')} {message}")
+        raise ModelError(f"{entity_label(model_labels(model, 'shape'), s, 'shape')} {message}")

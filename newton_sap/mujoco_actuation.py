@@ -58,7 +58,7 @@ import numpy as np
 import warp as wp
 
 from .joint_constraints import newton_drive_dofs
-from .topology import Topology, entity_list, name_list, scalar_tree_dofs
+from .topology import Topology, entity_list, model_labels, name_list, scalar_tree_dofs
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
@@ -97,7 +97,7 @@ def _actuator_names(model: newton.Model, rows: np.ndarray) -> str:
     dof = mj.actuator_trnid.numpy()[:, 0]
     on_joint = np.isin(mj.actuator_trntype.numpy(), (TRN_JOINT, TRN_JOINT_IN_PARENT))
     qd_start = model.joint_qd_start.numpy()
-    labels = list(model.joint_label)
+    labels = model_labels(model, "joint")
     names = []
     for k in rows[:5]:
         joint = int(np.searchsorted(qd_start, dof[k], side="right")) - 1
@@ -170,8 +170,9 @@ def warn_mujoco_actuation(model: newton.Model, topo: Topology, stacklevel: int) 
     if routed is not None and model.joint_count:
         joints = np.nonzero(routed.numpy()[: model.joint_count])[0]
         if len(joints):
+            names = entity_list(model_labels(model, "joint"), joints, "joint")
             warnings.warn(
-                f"gravity compensation of {entity_list(list(model.joint_label), joints, 'joint')} is routed through "
+                f"gravity compensation of {names} is routed through "
                 "its actuators in MuJoCo (MJCF actuatorgravcomp: clamped by the joint's actuator force range, and left "
                 "out without actuators); SolverSAP applies it as a force at the bodies' COMs",
                 UserWarning,

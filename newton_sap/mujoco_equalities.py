@@ -20,7 +20,7 @@ import warnings
 import newton
 import numpy as np
 
-from .topology import name_list
+from .topology import model_labels, name_list
 
 _KIND = newton.solvers.mujoco.equality.MjcEqualityTargetKind
 DEFAULT_SOLREF = (0.02, 1.0)
@@ -73,7 +73,7 @@ def warn_half_enabled(model: newton.Model, loop_joints: np.ndarray, stacklevel: 
     names = []
     loop_row = loop_joint_rows(model, loop_joints)
     joint_enabled = model.joint_enabled.numpy().astype(bool)
-    labels = list(model.joint_label)
+    labels = model_labels(model, "joint")
     for j, r in zip(loop_joints, loop_row, strict=True):
         if r >= 0 and enabled[r] != joint_enabled[j]:
             names.append(f"loop joint {j}" + (f" ('{labels[j]}')" if j < len(labels) and labels[j] else ""))

@@ -1376,7 +1376,7 @@ class SapSolver:
                     self.dof_drive_ranges, v0, tau, A_inv_diag,
                 ],
                 outputs=[self.c_world, self.c_kind, self.c_R, self.c_vhat, self.c_param, self.c_nnz, self.c_dof,
-                         self.c_J, self.c_vc],
+                         self.c_J, self.c_vc, world_failed],
                 device=dev,
             )  # fmt: skip
         if n_loop:

@@ -31,7 +31,7 @@ from .model_checks import (
     check_inertial_properties,
     check_joint_geometry,
     validate_joint_drives_and_limits,
-    validate_materials,
+    validate_shapes,
     warn_body_velocities_without_joint_velocities,
     warn_disabled_tree_joints,
 )
@@ -63,6 +63,7 @@ from .topology import (
     bucket_views,
     build_topology,
     entity_list,
+    model_labels,
     to_device,
 )
 
@@ -281,7 +282,7 @@ class SolverSAP(newton.solvers.SolverBase):
             check_gravity(model)
             warn_mujoco_option_flags(model, stacklevel=4)  # the SolverSAP(...) or notify_model_changed call
         if flags & F.SHAPE_PROPERTIES:
-            validate_materials(model, self.options)
+            validate_shapes(model, self.options)
         if flags & (F.JOINT_DOF_PROPERTIES | F.JOINT_DOF_FORCE_PROPERTIES | F.JOINT_REFERENCE_POSE_PROPERTIES):
             self._joint_rows = validate_joint_drives_and_limits(model, topo, self.options)
         if flags & F.CONSTRAINT_PROPERTIES:
@@ -459,8 +460,9 @@ class SolverSAP(newton.solvers.SolverBase):
                 failed, slow = np.nonzero(stats.failed)[0], np.nonzero(~stats.converged & ~stats.failed)[0]
                 reasons = []
                 if len(failed):
-                    reasons.append(f"worlds {failed.tolist()} failed (a non-finite input or zero quaternion, or a "
-                                   "non-finite velocity or residual)")  # fmt: skip
+                    reasons.append(f"worlds {failed.tolist()} failed (a non-finite input or model value, a zero "
+                                   "quaternion, or a non-finite velocity or residual, e.g. from a mass matrix that is "
+                                   "singular where the world is)")  # fmt: skip
                 if len(slow):
                     reasons.append(f"SAP did not converge in worlds {slow.tolist()} (residuals {stats.residual[slow]}, "
                                    f"iterations {stats.iterations[slow]})")  # fmt: skip
@@ -624,9 +626,11 @@ class SolverSAP(newton.solvers.SolverBase):
         rows = self._rows.numpy().astype(np.float64)
         diagonal, singular = tree_inverse_diagonal(topo, rows, topo.dof_tree[dofs[dofs >= 0]])
         if len(singular):
-            joints = np.unique(topo.dof_joint[np.isin(topo.dof_tree, singular)])
+            joints = entity_list(
+                model_labels(model, "joint"), np.unique(topo.dof_joint[np.isin(topo.dof_tree, singular)]), "joint"
+            )
             warnings.warn(
-                f"the mass matrix of the tree of {entity_list(list(model.joint_label), joints, 'joint')} is singular "
+                f"the mass matrix of the tree of {joints} is singular "
                 "at the reference configuration (MuJoCo's qpos0): the dampratio of its drives gives no damping",
                 UserWarning,
                 stacklevel=4,
@@ -1016,11 +1020,11 @@ def _flag_failed_inputs(
 ):
     """One thread per joint: mark its world when one of its inputs is NaN or infinite (coordinates, position
     targets; velocities, forces, velocity targets and feed-forward of its dofs; its child's ``body_f`` for a tree
-    joint) or its quaternion is zero. Read here because some never reach a velocity: the kinematics normalize a
-    quaternion (a zero one to the identity), a drive clamps a NaN impulse to its effort limit, a loop-closing
-    joint's coordinates pass through the step. NaN model values written without ``notify_model_changed`` are not
-    all caught (a NaN drive gain or joint friction coefficient can switch its row off; contact materials are checked
-    by ``contact_rows``): that call checks them."""
+    joint) or its quaternion is zero or too large for its squared norm in float32. Read here because some never reach
+    a velocity: the kinematics normalize a quaternion (a zero one to the identity), a drive clamps a NaN impulse to
+    its effort limit, a loop-closing joint's coordinates pass through the step. NaN model values written without
+    ``notify_model_changed`` (which checks them) flag their world where the constraint rows read them:
+    ``joint_constraint_rows`` (drive gains, effort, limits, joint friction), ``contact_rows`` (materials)."""
     j = wp.tid()
     world = body_world[joint_child[j]]
     if world < 0:
@@ -1037,7 +1041,8 @@ def _flag_failed_inputs(
     k = _quaternion_start(joint_type[j], joint_q_start[j])
     if k >= 0:
         q = wp.vec4(joint_q_in[k], joint_q_in[k + 1], joint_q_in[k + 2], joint_q_in[k + 3])
-        if wp.dot(q, q) == 0.0:
+        qq = wp.dot(q, q)
+        if not (qq > 0.0 and all_finite(nonfinite_part(qq))):  # zero, or beyond float32 (finite entries of 2e19)
             failed = True
     if failed:
         world_failed_out[world] = 1

@@ -51,9 +51,28 @@ class ModelError(ValueError):
     """A model that newton-sap cannot simulate; the message names the offending entity."""
 
 
+class WorldLabels(list):
+    """The labels of a model's bodies, joints or shapes, with ``worlds`` (each one's world) in a model of several
+    worlds, where ``ModelBuilder.replicate`` repeats every label: :func:`entity_label` names the world too."""
+
+    def __init__(self, labels, worlds=None):
+        super().__init__(labels)
+        self.worlds = worlds
+
+
+def model_labels(model, kind: str) -> WorldLabels:
+    """:class:`WorldLabels` of the model's ``kind`` entities (``"body"``, ``"joint"`` or ``"shape"``)."""
+    worlds = getattr(model, f"{kind}_world", None) if model.world_count > 1 else None
+    return WorldLabels(getattr(model, f"{kind}_label"), worlds.numpy() if worlds is not None else None)
+
+
 def entity_label(labels: list[str], index: int, kind: str) -> str:
-    """``kind index ('label')`` for messages naming a body, joint or shape (``kind_index`` where unlabeled)."""
+    """``kind index ('label')`` for messages naming a body, joint or shape (``kind_index`` where unlabeled), and
+    ``kind index ('label', world w)`` for :class:`WorldLabels` of several worlds."""
     name = labels[index] if index < len(labels) and labels[index] else f"{kind}_{index}"
+    worlds = getattr(labels, "worlds", None)
+    if worlds is not None and index < len(worlds):
+        return f"{kind} {index} ('{name}', world {int(worlds[index])})"
     return f"{kind} {index} ('{name}')"
 
 
@@ -206,8 +225,8 @@ def build_topology(
     """
     nb = model.body_count
     nj = model.joint_count
-    body_labels = list(model.body_label)
-    joint_labels = list(model.joint_label)
+    body_labels = model_labels(model, "body")
+    joint_labels = model_labels(model, "joint")
 
     jtype = model.joint_type.numpy() if nj else np.zeros(0, np.int32)
     jparent = model.joint_parent.numpy() if nj else np.zeros(0, np.int32)

@@ -27,6 +27,22 @@ def test_valid_chain_builds():
     newton_sap.SolverSAP(chain())
 
 
+def test_errors_in_a_model_of_several_worlds_name_the_world():
+    """``replicate`` repeats every label, so a model of several worlds names the world too."""
+    arm = newton.ModelBuilder()
+    links = [arm.add_link(mass=1.0, label=f"link{k}") for k in range(2)]
+    arm.add_articulation([arm.add_joint_revolute(-1, links[0], axis=(1, 0, 0), label="shoulder"),
+                          arm.add_joint_revolute(links[0], links[1], axis=(1, 0, 0), label="elbow")])  # fmt: skip
+    scene = newton.ModelBuilder()
+    scene.replicate(arm, 3)
+    model = scene.finalize()
+    mass = model.body_mass.numpy()
+    mass[5] = -1.0
+    model.body_mass.assign(mass)
+    with pytest.raises(ModelError, match=r"body 5 \('link1', world 2\) has invalid mass"):
+        newton_sap.SolverSAP(model)
+
+
 def test_unsupported_joint_type_names_the_joint():
     model = chain()
     types = model.joint_type.numpy()
@@ -182,6 +198,16 @@ NOTIFIED_CHANGES = {  # a bad value, the flag that announces it, an unrelated fl
                     "world 0 has gravity"),
     "NaN spring rest position": (("joint_rest_q", 1, np.nan), F.JOINT_REFERENCE_POSE_PROPERTIES,
                                  F.SHAPE_PROPERTIES, "elbow.*joint_rest_q nan"),
+    "NaN shape transform": (("shape_transform", 1, [np.nan, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]), F.SHAPE_PROPERTIES,
+                            F.BODY_INERTIAL_PROPERTIES, "shape 1.*shape_transform.*finite with a nonzero quaternion"),
+    "zero shape quaternion": (("shape_transform", 0, [0.0] * 7), F.SHAPE_PROPERTIES, F.JOINT_PROPERTIES,
+                              "shape 0.*shape_transform"),
+    "NaN shape scale": (("shape_scale", 1, [np.nan, 0.05, 0.05]), F.SHAPE_PROPERTIES, F.JOINT_PROPERTIES,
+                        "shape 1.*shape_scale"),
+    "negative margin": (("shape_margin", 0, -1.0), F.SHAPE_PROPERTIES, F.JOINT_DOF_FORCE_PROPERTIES,
+                        r"shape 0.*shape_margin -1.0 \[m\]"),
+    "NaN contact gap": (("shape_gap", 1, np.nan), F.SHAPE_PROPERTIES, F.BODY_INERTIAL_PROPERTIES,
+                        "shape 1.*shape_gap nan"),
 }  # fmt: skip
 
 

@@ -212,18 +212,47 @@ def test_a_world_with_a_nan_drive_target_is_left_out_of_the_solve():
         step_arms(model, 1, poison, raise_on_nonconvergence=True)
 
 
-def test_a_zero_quaternion_flags_its_world():
-    """A FREE joint's quaternion of zeros is no rotation: the world is flagged instead of stepping the identity."""
+@pytest.mark.parametrize("scale", [0.0, 2e19])
+def test_a_zero_or_overflowing_quaternion_flags_its_world(scale):
+    """A FREE joint's quaternion of zeros is no rotation: the world is flagged instead of stepping the identity. One of
+    finite entries whose squared norm overflows float32 (2e19) was stepped, to NaN positions, with the world reported
+    converged (a helper review): flagged in that step too."""
     single, q, qd, model = four_free_robots()
     nq = single.joint_coord_count
 
-    def zero_quaternion(state):
+    def scale_quaternion(state):
         coords = state.joint_q.numpy()
-        coords[2 * nq + 3 : 2 * nq + 7] = 0.0
+        coords[2 * nq + 3 : 2 * nq + 7] = (0.0, 0.0, 0.0, scale)
         state.joint_q.assign(coords)
 
-    _, solver = run(model, q, qd, steps=1, perturb=zero_quaternion)
+    _, solver = run(model, q, qd, steps=1, perturb=scale_quaternion)
     assert solver.stats.failed.tolist() == [False, False, True, False]
+
+
+@pytest.mark.parametrize("name", ["joint_target_ke", "joint_target_kd", "joint_effort_limit", "joint_limit_upper",
+                                  "joint_friction"])  # fmt: skip
+def test_a_nan_joint_value_written_without_notifying_flags_its_world(name):
+    """A NaN gain, effort limit, limit or friction of world 2's dof written after the solver's construction, without
+    the ``notify_model_changed`` that refuses it: the row built from it flags the world (before, a NaN gain pushed
+    with the full effort limit, through the joint's limit, and a NaN limit or friction dropped its row, each with the
+    world reported converged). The other worlds step as without it; ±inf limits (none) flag nothing."""
+    model = driven_arms(4)
+    clean, _ = step_arms(model, 3)
+    unlimited = driven_arms(4)
+    for bound, sign in (("joint_limit_lower", -1.0), ("joint_limit_upper", 1.0)):
+        getattr(unlimited, bound).fill_(sign * np.inf)
+    _, solver = step_arms(unlimited, 3)
+    assert not solver.stats.failed.any()
+
+    def poison(control):
+        values = getattr(model, name).numpy()
+        values[2 * 2 + 1] = np.nan
+        getattr(model, name).assign(values)
+
+    broken, solver = step_arms(model, 3, poison)
+    assert solver.stats.failed.tolist() == [False, False, True, False]
+    keep = np.arange(8) // 2 != 2
+    assert_same_run(broken.joint_qd.numpy()[keep], clean.joint_qd.numpy()[keep])
 
 
 def test_a_failed_world_is_not_solved_in_a_retry():
