@@ -104,6 +104,11 @@ class SolverStats:
             (Newton's pipeline counts some of the contacts it had no slot for, not all: its convex pairs (box,
             GJK/MPR) stop once the buffer is full, so 0 with ``contact_buffer_full`` set can hide many; a review
             measured 24 of 32 box contacts missing at 0).
+        steps_failed: Steps since the solver's construction in which the world failed (the fields above describe
+            the last step alone: a graph of several steps, or stats read every few steps, would hide a failure
+            whose input was fixed in between); subtract two readings for the steps between them.
+        steps_not_converged: Steps since the solver's construction in which the world did not converge (and did
+            not fail).
     """
 
     iterations: np.ndarray
@@ -116,6 +121,8 @@ class SolverStats:
     cg_iterations: np.ndarray
     contact_buffer_full: bool = False
     contacts_dropped: int = 0
+    steps_failed: np.ndarray | None = None
+    steps_not_converged: np.ndarray | None = None
 
 
 class SolverSAP(newton.solvers.SolverBase):
@@ -227,6 +234,7 @@ class SolverSAP(newton.solvers.SolverBase):
         }
         self._tree_ref = zeros(max(topo.tree_count, 1), wp.vec3)
         self._world_failed = zeros(topo.world_count, wp.int32)
+        self._world_step_counts = zeros(topo.world_count, wp.vec2i)  # steps failed, steps not converged
         self._tree_ldlt = factorization.uses_tree_ldlt(device)  # every tree by the tree LDLᵀ (CPU)
         self._all_worlds = wp.full(max(topo.world_count, 1), 1, dtype=wp.int32, device=device)  # a mask: every world
         self._contact_overflow = zeros(2, wp.int32)  # last step's [buffer full, contacts dropped] (SolverStats)
@@ -436,6 +444,9 @@ class SolverSAP(newton.solvers.SolverBase):
         if body_parent_f is not None:
             self._joint_wrench_sums(body_parent_f)
         self._flag_failed_results(v)
+        wp.launch(_count_step_outcomes, dim=self.topology.world_count,
+                  inputs=[self._world_failed, self._sap.world_converged], outputs=[self._world_step_counts],
+                  device=self.model.device)  # fmt: skip
         body_qdd = self._observable_output(observables, self.ObservableKind.BODY_QDD, state_out)
         if body_qdd is not None:  # the start's body_qd, before _integrate moves the kinematic buffers on
             wp.launch(public_body_velocities, dim=self.model.body_count,
@@ -929,6 +940,8 @@ class SolverSAP(newton.solvers.SolverBase):
             cg_iterations=sap.world_cg_iterations.numpy().copy(),
             contact_buffer_full=bool(self._contact_overflow.numpy()[0]),
             contacts_dropped=int(self._contact_overflow.numpy()[1]),
+            steps_failed=self._world_step_counts.numpy()[:, 0].copy(),
+            steps_not_converged=self._world_step_counts.numpy()[:, 1].copy(),
         )
 
     def snapshot(self, state, control=None, dt: float = 1e-3, contacts=None, solve: bool = False) -> SapSnapshot:
@@ -1046,6 +1059,22 @@ def _flag_failed_inputs(
             failed = True
     if failed:
         world_failed_out[world] = 1
+
+
+@wp.kernel
+def _count_step_outcomes(
+    world_failed: wp.array(dtype=wp.int32),
+    world_converged: wp.array(dtype=wp.int32),
+    world_step_counts: wp.array(dtype=wp.vec2i),
+):
+    """One thread per world: count the step as failed or, if not failed, as not converged (``SolverStats``)."""
+    w = wp.tid()
+    counts = world_step_counts[w]
+    if world_failed[w] != 0:
+        counts[0] = counts[0] + 1
+    elif world_converged[w] == 0:
+        counts[1] = counts[1] + 1
+    world_step_counts[w] = counts
 
 
 @wp.kernel

@@ -9,7 +9,7 @@ import warp as wp
 import newton_sap
 from newton_sap import factorization
 
-from contact_scenes import G, Run, one_model, worlds_of_different_kinds
+from contact_scenes import G, Run, one_model, sphere_bin, worlds_of_different_kinds
 from random_trees import add_random_tree, random_state
 from same_run import assert_same_run
 
@@ -227,6 +227,30 @@ def test_a_zero_or_overflowing_quaternion_flags_its_world(scale):
 
     _, solver = run(model, q, qd, steps=1, perturb=scale_quaternion)
     assert solver.stats.failed.tolist() == [False, False, True, False]
+
+
+def test_stats_count_the_steps_each_world_failed_or_did_not_converge():
+    """``stats`` describe the last step; ``steps_failed`` and ``steps_not_converged`` count every step, so a failure
+    in a graph of several steps, or between two readings, shows: a zero quaternion fails world 2's first step, whose
+    output (the identity) steps on; a landing sphere bin held to two Newton iterations counts the steps it did not
+    converge in."""
+    single, q, qd, model = four_free_robots()
+    nq = single.joint_coord_count
+
+    def zero_quaternion(state):
+        coords = state.joint_q.numpy()
+        coords[2 * nq + 3 : 2 * nq + 7] = 0.0
+        state.joint_q.assign(coords)
+
+    _, solver = run(model, q, qd, steps=2, perturb=zero_quaternion)
+    stats = solver.stats
+    assert not stats.failed.any() and stats.steps_failed.tolist() == [0, 0, 1, 0]
+    assert not stats.steps_not_converged.any()
+    pile = Run(sphere_bin(8), max_iterations=2)
+    pile.step(0.01, 40)
+    not_converged = np.sum(~np.array(pile.converged), axis=0)
+    assert 0 < not_converged[0] < 40 and pile.solver.stats.steps_not_converged.tolist() == not_converged.tolist()
+    assert not pile.solver.stats.steps_failed.any()
 
 
 @pytest.mark.parametrize("name", ["joint_target_ke", "joint_target_kd", "joint_effort_limit", "joint_limit_upper",
