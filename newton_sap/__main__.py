@@ -19,10 +19,22 @@ import argparse
 import json
 import math
 import os
+import signal
 import sys
 
 INTERRUPTED_BEFORE_THE_RUN = "newton-sap: interrupted before the run started"
 
+
+def _interrupt_during_imports(signum, frame):
+    """Python's Ctrl-C (a ``KeyboardInterrupt``), noted: inside an extension's initialization (NumPy's, in its first
+    50 ms) the interrupt reaches the import as an ``ImportError`` instead."""
+    global _INTERRUPTED
+    _INTERRUPTED = True
+    raise KeyboardInterrupt
+
+
+_INTERRUPTED = False
+signal.signal(signal.SIGINT, _interrupt_during_imports)
 try:  # Warp and Newton take seconds to import: a Ctrl-C then ends with one line too
     import warp as wp
 
@@ -31,9 +43,13 @@ try:  # Warp and Newton take seconds to import: a Ctrl-C then ends with one line
     from .examples.scenes import SCENES
     from .runner import SOLVERS, format_summary, run_scene
     from .viewers import RECORDING_FILES, VIEWERS, module_available, viewer_unavailable
-except KeyboardInterrupt:
+except (KeyboardInterrupt, ImportError):
+    if not _INTERRUPTED:
+        raise
     print(INTERRUPTED_BEFORE_THE_RUN, file=sys.stderr)
     sys.exit(130)
+finally:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 DEFAULT_SCENE = "double_cartpole"
 DEFAULT_WORLDS = 256

@@ -154,7 +154,7 @@ def run_scene(scene_name: str, worlds: int, steps: int | None, seconds: float | 
                 record["iterations_mean"] = float(stats.iterations.mean())
                 record["iterations_max"] = int(stats.iterations.max())
                 record["contacts"] = float(stats.num_contacts.mean())
-                failed_worlds = int(np.count_nonzero(stats.failed))
+                failed_worlds = int(np.count_nonzero(stats.steps_failed))  # in any step so far
                 buffer_full_steps = (buffer_full_steps or 0) + int(stats.contact_buffer_full)
                 dropped_max = max(dropped_max or 0, int(stats.contacts_dropped))
             elif pipeline:
