@@ -152,8 +152,9 @@ class SapOptions:
                 raise ValueError(
                     f"{name} = {value} is outside float32's normal range [{FLOAT32_TINY:.3g}, {FLOAT32_MAX:.3g}]"
                 )
-        if not self.rel_tolerance >= 0.0 or not self.abs_tolerance >= 0.0:
-            raise ValueError("rel_tolerance and abs_tolerance must be >= 0")
+        for name in ("rel_tolerance", "abs_tolerance"):
+            if not getattr(self, name) >= 0.0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         _require_int("max_iterations", self.max_iterations, minimum=1)
         if self.contact_stiffness is not None and not self.contact_stiffness > 0.0:
             raise ValueError(f"contact_stiffness must be > 0 [N/m] or None, got {self.contact_stiffness}")

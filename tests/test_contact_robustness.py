@@ -53,7 +53,8 @@ def test_bad_material_stiffness_names_the_shape_when_materials_are_used(ke):
     [{"contact_stiffness": 0.0}, {"contact_stiffness": np.inf}, {"contact_dissipation_time": np.nan},
      {"friction_regularization": np.inf}, {"rel_tolerance": np.nan}, {"line_search": "golden"},
      {"max_iterations": 0}, {"pcg_threads": "block"}, {"rel_tolerance": "1e-6"}, {"contact_stiffness": True},
-     {"momentum_mode": "yes"}, {"stiction_prediction": 1}, {"park_distant_contacts": 1}],
+     {"momentum_mode": "yes"}, {"stiction_prediction": 1}, {"park_distant_contacts": 1}, {"abs_tolerance": -1.0},
+     {"near_rigid_time_step": 0.0}, {"near_rigid_time_step": -0.01}],
 )  # fmt: skip
 def test_bad_options_are_refused(bad):
     with pytest.raises(ValueError, match=next(iter(bad))):
