@@ -19,6 +19,8 @@ import functools
 
 import warp as wp
 
+from .finite import all_finite, nonfinite_part
+
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
 TREE_LDLT_ON_CPU = True
@@ -243,6 +245,118 @@ def factor_tree_rows(
                 shifted = 1.0
             else:
                 delta = delta * BREAKDOWN_SHIFT_GROWTH
+
+
+@wp.func
+def dense_cholesky_in_place(off: int, n: int, M: wp.array(dtype=float)):
+    """``M = L Lᵀ`` of the dense n × n block at ``off`` (row-major), L over M's lower triangle, which alone is read;
+    whether every pivot was positive (else L is left partial)."""
+    for j in range(n):
+        pivot = M[off + j * n + j]
+        for k in range(j):
+            pivot -= M[off + j * n + k] * M[off + j * n + k]
+        if not (pivot > 0.0 and wp.isfinite(pivot)):
+            return int(0)
+        ljj = wp.sqrt(pivot)
+        M[off + j * n + j] = ljj
+        for i in range(j + 1, n):
+            value = M[off + i * n + j]
+            for k in range(j):
+                value -= M[off + i * n + k] * M[off + j * n + k]
+            M[off + i * n + j] = value / ljj
+    return int(1)
+
+
+@wp.func
+def refactor_dense_block(off: int, n: int, s: int, M: wp.array(dtype=float), diagonal: wp.array(dtype=float)):
+    """``M + δ diag(M) = L Lᵀ`` of the dense n × n block at ``off`` (row-major; its lower triangle, whose float32
+    Cholesky broke down), δ as :func:`factor_tree_rows`' retries, the first that holds; L in M's lower triangle.
+    M's lower triangle is kept in its upper one (which the factorizations do not read) and its diagonal in
+    ``diagonal[s:s + n]``. Whether a δ held."""
+    for r in range(n):
+        diagonal[s + r] = M[off + r * n + r]
+        for c in range(r):
+            M[off + c * n + r] = M[off + r * n + c]
+    delta = BREAKDOWN_FIRST_SHIFT
+    for _attempt in range(BREAKDOWN_SHIFTS):
+        for r in range(n):
+            M[off + r * n + r] = (1.0 + delta) * diagonal[s + r]
+            for c in range(r):
+                M[off + r * n + c] = M[off + c * n + r]
+        if dense_cholesky_in_place(off, n, M) == 1:
+            return int(1)
+        delta = delta * BREAKDOWN_SHIFT_GROWTH
+    return int(0)
+
+
+@wp.kernel
+def refactor_broken_dense_worlds(
+    # model
+    world_dof_start: wp.array(dtype=wp.int32),
+    world_dense_offset: wp.array(dtype=wp.int32),
+    # inputs
+    grad: wp.array(dtype=float),
+    # outputs (world_dense_broken reset; H's upper triangle and diagonal scratch overwritten; dv replaced)
+    world_dense_broken: wp.array(dtype=wp.int32),
+    H: wp.array(dtype=float),
+    diagonal: wp.array(dtype=float),
+    dv: wp.array(dtype=float),
+):
+    """After the dense tile solves (``sap.newton_direction_kernel``): one thread per world whose Cholesky of H broke
+    down in float32 (a pivot not positive; flagged in ``world_dense_broken``, which it took the Jacobi direction
+    for) factors H again with a scaled diagonal (:func:`refactor_dense_block`) and solves ``dv = −H̃⁻¹ grad``;
+    where no δ holds, the Jacobi direction stays."""
+    w = wp.tid()
+    if world_dense_broken[w] == 0:
+        return
+    world_dense_broken[w] = 0
+    off = world_dense_offset[w]
+    s = world_dof_start[w]
+    n = world_dof_start[w + 1] - s
+    if refactor_dense_block(off, n, s, H, diagonal) == 0:
+        return
+    finite = float(0.0)
+    for r in range(n):  # L y = −grad, then Lᵀ x = y, in dv
+        value = -grad[s + r]
+        for c in range(r):
+            value -= H[off + r * n + c] * dv[s + c]
+        dv[s + r] = value / H[off + r * n + r]
+    for a in range(n):
+        r = n - 1 - a
+        value = dv[s + r]
+        for c in range(r + 1, n):
+            value -= H[off + c * n + r] * dv[s + c]
+        dv[s + r] = value / H[off + r * n + r]
+        finite += nonfinite_part(dv[s + r])
+    if not all_finite(finite):
+        for r in range(n):  # overflow: the Jacobi direction again
+            dv[s + r] = -grad[s + r] / diagonal[s + r]
+
+
+@wp.kernel
+def refactor_broken_tree_blocks(
+    # model
+    tree_dof_start: wp.array(dtype=wp.int32),
+    tree_dof_count: wp.array(dtype=wp.int32),
+    dof_dense_offset: wp.array(dtype=wp.int32),
+    # outputs (tree_block_broken reset; the block factored in place, its upper triangle and diagonal scratch
+    # overwritten)
+    tree_block_broken: wp.array(dtype=wp.int32),
+    P: wp.array(dtype=float),
+    diagonal: wp.array(dtype=float),
+):
+    """After the tile factorizations of PCG's dense tree blocks (``pcg.tree_factor_kernel``): one thread per tree
+    whose block's Cholesky broke down in float32 (flagged in ``tree_block_broken``, the block left as it was)
+    factors it again with a scaled diagonal (:func:`refactor_dense_block`); where no δ holds, a negative first pivot
+    makes ``pcg.precondition_tree`` take the Jacobi preconditioner."""
+    t = wp.tid()
+    if tree_block_broken[t] == 0:
+        return
+    tree_block_broken[t] = 0
+    s = tree_dof_start[t]
+    off = dof_dense_offset[s]
+    if refactor_dense_block(off, tree_dof_count[t], s, P, diagonal) == 0:
+        P[off] = -1.0
 
 
 @wp.kernel

@@ -63,7 +63,8 @@ def precond_diag_init(
 @functools.cache
 def tree_factor_kernel(n: int):
     """Tile kernel for the trees of ``n`` dofs (a dense-tree bucket): ``P_t = L Lᵀ`` with L stored in
-    place, for trees of active PCG worlds."""
+    place, for trees of active PCG worlds. Where a pivot is not positive (float32 breakdown) the block is left as it
+    is and its tree flagged in ``tree_block_broken_out`` for ``factorization.refactor_broken_tree_blocks``."""
 
     @wp.kernel(module="unique", module_options={"enable_backward": False})
     def tree_factor(
@@ -75,13 +76,22 @@ def tree_factor_kernel(n: int):
         world_active: wp.array(dtype=wp.int32),
         # outputs (factored in place)
         P_blocks: wp.array3d(dtype=float),
+        tree_block_broken_out: wp.array(dtype=wp.int32),
     ):
         t = wp.tid()
         w = tree_world[bucket_trees[t]]
         if world_uses_pcg[w] == 0 or world_active[w] == 0:
             return
         L = wp.tile_cholesky(wp.tile_load(P_blocks[t], shape=(n, n)))
-        wp.tile_store(P_blocks[t], L)
+        factored = int(1)  # every pivot positive (as in sap.newton_direction_kernel: on CUDA no NaN need follow)
+        for i in range(n):
+            pivot = wp.tile_extract(L, i, i)
+            if not (pivot > 0.0 and wp.isfinite(pivot)):
+                factored = 0
+        if factored == 1:
+            wp.tile_store(P_blocks[t], L)
+        else:
+            tree_block_broken_out[bucket_trees[t]] = 1  # every thread of the block writes the same value
 
     return tree_factor
 

@@ -79,7 +79,15 @@ from .contact_constraints import (
     first_parked_slot,
     record_step_dt,
 )
-from .factorization import factor_trees, resolve_broken_trees, solve_tree_systems, sparse_matvec, uses_tree_ldlt
+from .factorization import (
+    factor_trees,
+    refactor_broken_dense_worlds,
+    refactor_broken_tree_blocks,
+    resolve_broken_trees,
+    solve_tree_systems,
+    sparse_matvec,
+    uses_tree_ldlt,
+)
 from .jacobian import body_chain_twists, on_one_chain, row_product, second_walk
 from .joint_constraints import SLOTS_PER_DOF, check_left_out_limits, joint_constraint_rows
 from .line_search import COST_FLAT, NO_DESCENT_RELATIVE_RESIDUAL, line_dots, line_rows, line_search
@@ -913,9 +921,11 @@ def check_convergence(
 def newton_direction_kernel(n: int):
     """Tile kernel for worlds of ``n`` dofs: ``Δv = −H⁻¹ ∇ℓ`` by a dense Cholesky of H (worlds not solved by
     the tree LDLᵀ). Where the factorization breaks down in float32 (H too ill-conditioned: a pivot not positive,
-    the direction not finite), the Jacobi direction ``−∇ℓ_i / H_ii``, which descends as well: the world goes on,
-    slowly, instead of failing on NaN (a planar chain of 32 light links on the ground failed every step so on the
-    GPU's path). The pivots are checked on L's diagonal, not only through the direction: on CUDA Warp's Cholesky
+    the direction not finite), the Jacobi direction ``−∇ℓ_i / H_ii``, which descends as well, and the world is
+    flagged in ``world_dense_broken_out`` for ``factorization.refactor_broken_dense_worlds``, which replaces it by
+    the solve of H with a scaled diagonal where one holds (a planar chain of 32 light links on the ground failed
+    every step on NaN directions on the GPU's path, then converged in about half of them by Jacobi's). The pivots
+    are checked on L's diagonal, not only through the direction: on CUDA Warp's Cholesky
     runs in cuSolverDx, which reports a failed factorization by a status Warp does not return, and a LAPACK-style
     factorization stops at the failing column with that pivot (not positive) on the diagonal and the columns after it
     untouched, so its solve can be finite (a behaviour read from the documentation, not seen: no GPU in this
@@ -933,6 +943,7 @@ def newton_direction_kernel(n: int):
         grad: wp.array(dtype=float),
         # outputs
         dv_out: wp.array(dtype=float),
+        world_dense_broken_out: wp.array(dtype=wp.int32),
     ):
         t = wp.tid()
         w = bucket_worlds[t]
@@ -953,6 +964,7 @@ def newton_direction_kernel(n: int):
         else:
             for i in range(n):  # every thread of the block writes the same values
                 dv_out[start + i] = -grad[start + i] / H_blocks[t, i, i]
+            world_dense_broken_out[w] = 1  # refactor_broken_dense_worlds tries a scaled diagonal next
 
     return newton_direction
 
@@ -1124,6 +1136,9 @@ class SapSolver:
         self.uses_dense_worlds = topology.world_dense_size > 0  # some world has a dense n×n block of H
         self.A_world = zeros(max(topology.world_dense_size, 1))
         self.H = zeros(max(topology.world_dense_size, 1))
+        self.world_dense_broken = zeros(topology.world_count, wp.int32)  # dense Cholesky broke: retried
+        self.dense_diagonal = zeros(max(topology.dof_count, 1))  # H's or P's diagonal while it is refactored
+        self.tree_block_broken = zeros(max(topology.tree_count, 1), wp.int32)  # PCG's dense block broke: retried
         self.H_views = bucket_views(self.H, topology.world_buckets, topology.world_bucket_offset)
         # tree LDLᵀ of H in worlds whose constraints each act along one chain (see the module doc)
         self.tree_ldlt = uses_tree_ldlt(device) and topology.dof_count > 0
@@ -1830,10 +1845,14 @@ class SapSolver:
                 newton_direction_kernel(n),
                 dim=view.shape[0],
                 inputs=[T.world_buckets[n], self.bucket_dof_start[n], active, self.world_tree_local, view, grad],
-                outputs=[dv],
+                outputs=[dv, self.world_dense_broken],
                 block_dim=64 if dev.is_cpu else 128,
                 device=dev,
             )
+        if self.H_views:
+            wp.launch(refactor_broken_dense_worlds, dim=topo.world_count,
+                      inputs=[T.world_dof_start, T.world_dense_offset, grad],
+                      outputs=[self.world_dense_broken, self.H, self.dense_diagonal, dv], device=dev)  # fmt: skip
         if self.tree_ldlt:
             wp.capture_if(self.any_tree_local, self._tree_local_directions, active=active, grad=grad, dv=dv)
         if self.uses_block_cholesky and not model:  # their model directions come with their Newton directions
@@ -1913,9 +1932,13 @@ class SapSolver:
         for n, view in self.P_views.items():
             wp.launch_tiled(
                 tree_factor_kernel(n), dim=view.shape[0],
-                inputs=[T.dense_buckets[n], T.tree_world, T.world_uses_pcg, active], outputs=[view],
-                block_dim=64 if dev.is_cpu else 128, device=dev,
+                inputs=[T.dense_buckets[n], T.tree_world, T.world_uses_pcg, active],
+                outputs=[view, self.tree_block_broken], block_dim=64 if dev.is_cpu else 128, device=dev,
             )  # fmt: skip
+        if self.P_views:
+            wp.launch(refactor_broken_tree_blocks, dim=topo.tree_count,
+                      inputs=[T.tree_dof_start, T.tree_dof_count, T.dof_dense_offset],
+                      outputs=[self.tree_block_broken, self.P, self.dense_diagonal], device=dev)  # fmt: skip
         if self.pcg_sparse_trees is not None:  # the larger trees' LDLᵀ (z: scratch, set by the preconditioner later)
             wp.launch(
                 factor_trees, dim=self.pcg_sparse_trees.shape[0],

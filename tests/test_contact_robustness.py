@@ -344,21 +344,28 @@ def light_chain(links: int, box: bool = False) -> newton.ModelBuilder:
     return b
 
 
-def test_a_dense_cholesky_broken_in_float32_takes_jacobi_directions(monkeypatch):
+@pytest.mark.parametrize("links", [32, 48])
+def test_a_dense_cholesky_broken_in_float32_refactors_with_a_scaled_diagonal(monkeypatch, links):
     """The GPU's solve of small worlds (a dense tile Cholesky of H per world), taken on the CPU: a planar chain of
-    32 links of 0.1 kg and 5 cm lying on the ground (one tree, cond(D H D) ≈ 3e8) breaks the float32 factorization,
-    whose NaN direction failed the world in every step. Where the direction is not finite the world takes the
-    Jacobi direction instead: no step fails and most converge."""
+    light links lying on the ground (one tree, cond(D H D) ≈ 3e8 at 32 links) breaks the float32 factorization,
+    whose NaN direction failed the world in every step; the Jacobi direction then taken instead stopped up to 2.4 m/s
+    off the float64 solve of the step (32 links: 19 of 20 steps converged; 48: 13 of 20, median 2.2 m/s off). H is
+    now factored again with its diagonal scaled by 1 + δ (``refactor_broken_dense_worlds``): every step converges,
+    within 3e-4 m/s of the float64 solve."""
+    from sap_reference import solve_sap_problem
+
     from newton_sap import factorization
 
     monkeypatch.setattr(factorization, "TREE_LDLT_ON_CPU", False)
-    run = Run(light_chain(32).finalize(), dense_world_max_dofs=64)
-    failed = []
+    run = Run(light_chain(links).finalize(), dense_world_max_dofs=64)
     for _ in range(20):
+        run.pipeline.collide(run.s0, run.contacts)
+        snap = run.solver.snapshot(run.s0, dt=0.01, contacts=run.contacts)
+        assert run.solver.stats.converged[0]
+        reference = solve_sap_problem(snap, 0, v_start=snap.velocity[0])  # (the minimizer is unique)
+        assert np.abs(snap.velocity[0] - reference).max() < 1e-3
         run.step(0.01)
-        failed.append(run.solver.stats.failed[0])
-    assert not any(failed) and np.isfinite(run.s0.joint_qd.numpy()).all()
-    assert np.mean(run.converged) >= 0.5
+    assert all(converged[0] for converged in run.converged) and np.isfinite(run.s0.joint_qd.numpy()).all()
 
 
 @pytest.mark.parametrize("links", [24, 64])
