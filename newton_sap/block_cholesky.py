@@ -115,8 +115,9 @@ def _add_entry(U: wp.array(dtype=vec8f), row: int, col: int, value: float):
 
 @wp.func
 def _row_trees(c: int, nnz: int, c_dof: wp.array2d(dtype=wp.int32), dof_tree: wp.array(dtype=wp.int32)):
-    """The trees of row c: its first entry's, and its last entry's where that differs (else -1). A row's
-    entries are at most two chain walks, each in one tree."""
+    """The trees of row c (``nnz ≥ 1`` entries; a row without any keeps the entries of an earlier one): its first
+    entry's, and its last entry's where that differs (else -1). A row's entries are at most two chain walks, each
+    in one tree."""
     first = dof_tree[c_dof[c, 0]]
     last = dof_tree[c_dof[c, nnz - 1]]
     if last == first:
@@ -149,8 +150,8 @@ def _mark_rows_graph(
     for k in range(begin, end):
         c = world_constraints[k]
         G = c_G[c]
-        if wp.ddot(G, G) == 0.0:
-            continue
+        if wp.ddot(G, G) == 0.0 or c_nnz[c] == 0:
+            continue  # no curvature, or no entries (a contact whose Jacobian vanishes): no coupling
         ta, tb = _row_trees(c, c_nnz[c], c_dof, dof_tree)
         if tb >= 0:
             _pattern_add(pattern, pairs + (ta - t0) * W, tb - t0)

@@ -12,8 +12,9 @@ GPU their order within each part varies from run to run, as the order of the sol
 parking every row is swept, and contact ``i`` keeps slot ``i``.
 
 * bodies and world from the two shapes (``shape_body``; -1 or a static body: no dofs); a contact whose
-  shape indices are not both in ``[0, shape_count)`` (a ``Contacts`` of another model), or whose sides are both
-  immovable (static, or moved by kinematic bodies' dofs alone: ``kinematic_bodies``), is skipped;
+  shape indices are not both in ``[0, shape_count)`` (a ``Contacts`` of another model), whose sides are both
+  immovable (static, or moved by kinematic bodies' dofs alone: ``kinematic_bodies``), or whose sides move as one
+  (bodies welded together: the same last dof, a Jacobian of zero entries), is skipped;
 * the signed distance ``φ0 = n·(p1 − p0) − (r0 + r1)`` [m] between the shapes' contact surfaces, from
   the body-frame points, the normal (shape 0 → shape 1) and Newton's ``rigid_contact_margin0/1``
   (effective radius plus the shape's ``margin``: as in Newton's other solvers, a margin offsets the
@@ -323,8 +324,8 @@ def contact_rows(
                 world = body_world[b1]
         moves0 = side_moves(d0, dof_body, body_flags)
         moves1 = side_moves(d1, dof_body, body_flags)
-        if moves0 == 0 and moves1 == 0:
-            continue  # both sides immovable (static, or moved by kinematic bodies' dofs alone)
+        if (moves0 == 0 and moves1 == 0) or d0 == d1:
+            continue  # both sides immovable (static, or moved by kinematic bodies' dofs alone), or moved as one
 
         n = wp.normalize(contact_normal[i])
         r0 = contact_margin0[i]

@@ -599,6 +599,8 @@ def hessian_assembly(
         if wp.ddot(G, G) == 0.0:
             continue  # no curvature (separated contact, inactive limit, saturated drive): nothing to add
         nnz = c_nnz[c]
+        if nnz == 0:
+            continue  # a contact whose Jacobian vanishes: nothing to add (its c_dof holds an earlier row's entries)
         if (world_tree_local[w] == 1 and nnz == dof_depth[c_dof[c, 0]] + 1
                 and second_walk(c, nnz, c_dof, dof_parent) == nnz):  # fmt: skip
             # one chain walk from a dof to its root (a contact with static geometry): entry f ≥ e is the

@@ -344,6 +344,42 @@ def light_chain(links: int, box: bool = False) -> newton.ModelBuilder:
     return b
 
 
+def test_contacts_between_bodies_welded_together_join_no_problem():
+    """A box with a sphere welded to it two FIXED joints away (not its child: Newton's pipeline reports their overlap)
+    in each of two worlds: the two sides move as one, so the contact's Jacobian has no entries. Such a row reached the
+    block Cholesky's tree graph with the entries of an earlier row in its slot, another world's dofs: an
+    out-of-bounds write, a segfault in a fuzzing review's 77-dof worlds. It is now left out (as a contact between two
+    static sides): no contact in the problem, and the body falls freely."""
+    single = newton.ModelBuilder()
+    box = single.add_link(xform=wp.transform((0.0, 0.0, 1.0), wp.quat_identity()))
+    single.add_shape_box(box, hx=0.1, hy=0.1, hz=0.1)
+    middle = single.add_link(xform=wp.transform((0.0, 0.0, 1.0), wp.quat_identity()))
+    single.add_shape_sphere(middle, xform=wp.transform((0.0, 0.0, 0.3), wp.quat_identity()), radius=0.02)
+    ball = single.add_link(xform=wp.transform((0.0, 0.0, 1.0), wp.quat_identity()))
+    single.add_shape_sphere(ball, xform=wp.transform((0.12, 0.0, 0.0), wp.quat_identity()), radius=0.05)
+    single.add_articulation([single.add_joint_free(box), single.add_joint_fixed(box, middle),
+                             single.add_joint_fixed(middle, ball)])  # fmt: skip
+    scene = newton.ModelBuilder()
+    scene.replicate(single, 2)
+    scene.add_ground_plane()
+    run = Run(scene.finalize(), dense_world_max_dofs=0)  # the block Cholesky's worlds
+    run.pipeline.collide(run.s0, run.contacts)
+    count = run.contacts.rigid_contact_count.numpy()[0]
+    shape_body = run.model.shape_body.numpy()
+    pairs = {
+        tuple(sorted(shape_body[[a, b]]))
+        for a, b in zip(
+            run.contacts.rigid_contact_shape0.numpy()[:count],
+            run.contacts.rigid_contact_shape1.numpy()[:count],
+            strict=True,
+        )
+    }
+    assert pairs == {(0, 2), (3, 5)}  # the box and the ball welded to it, in each world
+    run.step(0.01, 5)
+    assert run.solver.stats.num_contacts.tolist() == [0, 0] and run.solver.stats.converged.all()
+    np.testing.assert_allclose(run.qd.reshape(2, 6)[:, 2], -G * 0.05, rtol=1e-5)
+
+
 @pytest.mark.parametrize("links", [32, 48])
 def test_a_dense_cholesky_broken_in_float32_refactors_with_a_scaled_diagonal(monkeypatch, links):
     """The GPU's solve of small worlds (a dense tile Cholesky of H per world), taken on the CPU: a planar chain of
