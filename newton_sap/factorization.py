@@ -268,6 +268,25 @@ def dense_cholesky_in_place(off: int, n: int, M: wp.array(dtype=float)):
 
 
 @wp.func
+def dense_cholesky_solve(
+    off: int, n: int, s: int, L: wp.array(dtype=float), r: wp.array(dtype=float), z: wp.array(dtype=float)
+):
+    """``z = (L Lᵀ)⁻¹ r`` over dofs [s, s + n), L the lower triangle of the dense n × n block at ``off``
+    (row-major): forward substitution ``L y = r`` into z, then ``Lᵀ z = y`` in place."""
+    for a in range(n):
+        acc = r[s + a]
+        for b in range(a):
+            acc -= L[off + a * n + b] * z[s + b]
+        z[s + a] = acc / L[off + a * n + a]
+    for a2 in range(n):
+        a = n - 1 - a2
+        acc = z[s + a]
+        for b in range(a + 1, n):
+            acc -= L[off + b * n + a] * z[s + b]
+        z[s + a] = acc / L[off + a * n + a]
+
+
+@wp.func
 def refactor_dense_block(off: int, n: int, s: int, M: wp.array(dtype=float), diagonal: wp.array(dtype=float)):
     """``M + δ diag(M) = L Lᵀ`` of the dense n × n block at ``off`` (row-major; its lower triangle, whose float32
     Cholesky broke down), δ as :func:`factor_tree_rows`' retries, the first that holds; L in M's lower triangle.
@@ -315,18 +334,10 @@ def refactor_broken_dense_worlds(
     n = world_dof_start[w + 1] - s
     if refactor_dense_block(off, n, s, H, diagonal) == 0:
         return
+    dense_cholesky_solve(off, n, s, H, grad, dv)
     finite = float(0.0)
-    for r in range(n):  # L y = −grad, then Lᵀ x = y, in dv
-        value = -grad[s + r]
-        for c in range(r):
-            value -= H[off + r * n + c] * dv[s + c]
-        dv[s + r] = value / H[off + r * n + r]
-    for a in range(n):
-        r = n - 1 - a
-        value = dv[s + r]
-        for c in range(r + 1, n):
-            value -= H[off + c * n + r] * dv[s + c]
-        dv[s + r] = value / H[off + r * n + r]
+    for r in range(n):
+        dv[s + r] = -dv[s + r]
         finite += nonfinite_part(dv[s + r])
     if not all_finite(finite):
         for r in range(n):  # overflow: the Jacobi direction again
@@ -427,13 +438,11 @@ def resolve_broken_trees(
     if pivots_positive(s, n, dof_row_start, factor) == 1:
         return
     factor_tree_rows(s, n, 1, dof_parent, dof_depth, dof_row_start, rows, no_shift, factor, y)
-    if pivots_positive(s, n, dof_row_start, factor) == 0:  # still broken: M's diagonal (Jacobi), as the dense path
+    if pivots_positive(s, n, dof_row_start, factor) == 1:
+        solve_factored_tree(s, n, dof_parent, dof_depth, dof_row_start, factor, rhs, x)
+    else:  # still broken: M's diagonal (Jacobi), as the dense path
         for a in range(n):
-            k = s + a
-            x[k] = rhs[k] / rows[dof_row_start[k]]
-            out[k] = base[k] + scale * x[k]
-        return
-    solve_factored_tree(s, n, dof_parent, dof_depth, dof_row_start, factor, rhs, x)
+            x[s + a] = rhs[s + a] / rows[dof_row_start[s + a]]
     for a in range(n):
         out[s + a] = base[s + a] + scale * x[s + a]
 

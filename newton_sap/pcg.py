@@ -23,7 +23,7 @@ import functools
 
 import warp as wp
 
-from .factorization import pivots_positive, solve_factored_tree
+from .factorization import dense_cholesky_solve, pivots_positive, solve_factored_tree
 from .jacobian import row_product
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
@@ -133,17 +133,7 @@ def precondition_tree(
     if block < 0:
         solve_factored_tree(s, m, dof_parent, dof_depth, dof_row_start, P_factor, r, z)
         return
-    for a in range(m):  # L y = r
-        acc = r[s + a]
-        for b in range(a):
-            acc -= P[block + a * m + b] * z[s + b]
-        z[s + a] = acc / P[block + a * m + a]
-    for a2 in range(m):  # Lᵀ z = y
-        a = m - 1 - a2
-        acc = z[s + a]
-        for b in range(a + 1, m):
-            acc -= P[block + b * m + a] * z[s + b]
-        z[s + a] = acc / P[block + a * m + a]
+    dense_cholesky_solve(block, m, s, P, r, z)
 
 
 @wp.func
