@@ -25,6 +25,7 @@ import warp as wp
 
 from .factorization import dense_cholesky_solve, pivots_positive, solve_factored_tree
 from .jacobian import row_product
+from .line_search import INEXACT_STALL
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
@@ -44,6 +45,18 @@ is dominated by the large stiction impulses of the predicted rows, so a stop rel
 error in the other rows than Newton's own solves do: with 1e-1 the model directions barely descended; with
 1e-2 a 50-sphere pile (16 worlds) needs 7.3 Newton and 82 CG iterations per step against 6.5 and 122 with
 1e-4."""
+
+
+@wp.func
+def forcing_term(norms: wp.vec3, stalled: int, loosest_tolerance: float):
+    """CG's forcing term η of a world with the squared scaled gradient norms ``norms`` (``sap.gradient``): its
+    relative Newton residual ``‖D∇ℓ‖ / max(‖DAv‖, ‖DJᵀγ‖)`` clamped to ``[CG_TIGHTEST_TOLERANCE,
+    loosest_tolerance]``, or the tightest after its last loose direction stalled (``stalled`` is its
+    ``world_cost_stalled``, ``line_search.INEXACT_STALL``)."""
+    if stalled == INEXACT_STALL:
+        return CG_TIGHTEST_TOLERANCE
+    relative_residual = wp.sqrt(norms[0] / wp.max(wp.max(norms[1], norms[2]), 1.0e-30))
+    return wp.clamp(relative_residual, CG_TIGHTEST_TOLERANCE, loosest_tolerance)
 
 
 @wp.kernel
@@ -215,6 +228,7 @@ def world_pcg(
     loosest_tolerance: float,
     world_active: wp.array(dtype=wp.int32),
     world_norms: wp.array(dtype=wp.vec3),
+    world_cost_stalled: wp.array(dtype=wp.int32),
     world_constraint_start: wp.array(dtype=wp.int32),
     world_constraint_count: wp.array(dtype=wp.int32),
     world_constraints: wp.array(dtype=wp.int32),
@@ -241,7 +255,7 @@ def world_pcg(
     ``‖r‖ ≤ η ‖∇ℓ‖`` or ``max_iterations``, with η in ``[CG_TIGHTEST_TOLERANCE, loosest_tolerance]``
     recorded in ``world_forcing_out`` (the relative residual reached instead, if CG stopped short of it: the
     line search's float32 stall tests take only precise directions); the whole loop in one launch.
-    ``world_norms`` are the squared scaled norms of :func:`gradient` (they set the forcing term η). The world's
+    η is :func:`forcing_term` of ``world_norms`` (the squared scaled norms of ``sap.gradient``). The world's
     rows with curvature (``G ≠ 0``) are listed once in ``curved_rows`` (its slots ``[begin, end)``) for the
     Hessian products: in a pile most rows are separated contacts inside the detection gap."""
     w = wp.tid()
@@ -257,9 +271,7 @@ def world_pcg(
         if wp.ddot(G, G) != 0.0:
             curved_rows[curved_end] = c
             curved_end += 1
-    norms = world_norms[w]
-    relative_residual = wp.sqrt(norms[0] / wp.max(wp.max(norms[1], norms[2]), 1.0e-30))
-    eta = wp.clamp(relative_residual, CG_TIGHTEST_TOLERANCE, loosest_tolerance)
+    eta = forcing_term(world_norms[w], world_cost_stalled[w], loosest_tolerance)
     world_forcing_out[w] = eta
     b2 = float(0.0)
     for i in range(s, s + n):

@@ -21,7 +21,7 @@ import warp as wp
 
 from .constraints.dispatch import thread_slots
 from .jacobian import row_product
-from .pcg import CG_TIGHTEST_TOLERANCE, precondition_tree
+from .pcg import forcing_term, precondition_tree
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
@@ -34,6 +34,7 @@ def cg_begin_worlds(
     loosest_tolerance: float,
     world_active: wp.array(dtype=wp.int32),
     world_norms: wp.array(dtype=wp.vec3),
+    world_cost_stalled: wp.array(dtype=wp.int32),
     # outputs
     cg_active: wp.array(dtype=wp.int32),
     cg_steps: wp.array(dtype=wp.int32),
@@ -42,9 +43,8 @@ def cg_begin_worlds(
     any_iterating: wp.array(dtype=wp.int32),
     curved_count_out: wp.array(dtype=wp.int32),
 ):
-    """Per world: CG runs where the world uses PCG and still iterates; forcing term
-    ``η = clamp(‖D∇ℓ‖ / max(‖DAv‖, ‖DJᵀγ‖), CG_TIGHTEST_TOLERANCE, loosest_tolerance)`` (``world_norms``:
-    squared scaled norms of the gradient); the per-world sums (columns: ``bᵀb, rᵀz, pᵀHp, rᵀr, rᵀz new``)
+    """Per world: CG runs where the world uses PCG and still iterates; forcing term η
+    (``pcg.forcing_term``); the per-world sums (columns: ``bᵀb, rᵀz, pᵀHp, rᵀr, rᵀz new``)
     cleared; the list of curved rows emptied (thread 0)."""
     w = wp.tid()
     if w == 0:
@@ -55,9 +55,7 @@ def cg_begin_worlds(
     active = int(0)
     if world_uses_pcg[w] == 1 and world_active[w] == 1:
         active = 1
-        norms = world_norms[w]
-        relative_residual = wp.sqrt(norms[0] / wp.max(wp.max(norms[1], norms[2]), 1.0e-30))
-        world_forcing_out[w] = wp.clamp(relative_residual, CG_TIGHTEST_TOLERANCE, loosest_tolerance)
+        world_forcing_out[w] = forcing_term(world_norms[w], world_cost_stalled[w], loosest_tolerance)
         any_iterating[0] = 1
     cg_active[w] = active
 
@@ -371,6 +369,7 @@ class ParallelConjugateGradients:
         loosest_tolerance: float,
         world_active,
         world_norms,
+        world_cost_stalled,
         rows,
         A_rows,
         preconditioner,
@@ -379,7 +378,8 @@ class ParallelConjugateGradients:
         world_cg_iterations,
         forcing,
     ) -> None:
-        """``dv ≈ −H⁻¹ grad`` in the PCG worlds flagged in ``world_active`` (forcing terms into ``forcing``,
+        """``dv ≈ −H⁻¹ grad`` in the PCG worlds flagged in ``world_active`` (forcing terms from ``world_norms`` and
+        ``world_cost_stalled``, ``pcg.forcing_term``, into ``forcing``,
         CG steps added to ``world_cg_iterations``). ``preconditioner``: ``(P, P_factor, pdiag)``, the dense tree blocks'
         Cholesky factors, the larger trees' LDLᵀ factors in A's layout and the Jacobi diagonal
         (``pcg.precondition_tree``). ``rows``: ``(slots_per_thread, slot_threads, used_count, used_slots, c_world, c_G,
@@ -388,7 +388,7 @@ class ParallelConjugateGradients:
         slots_per_thread, slot_threads, used_count, used_slots, c_world, c_G, c_nnz, c_dof, c_J, curved_rows = rows
         self.any_iterating.zero_()
         wp.launch(cg_begin_worlds, dim=self.world_count,
-                  inputs=[T.world_uses_pcg, loosest_tolerance, world_active, world_norms],
+                  inputs=[T.world_uses_pcg, loosest_tolerance, world_active, world_norms, world_cost_stalled],
                   outputs=[self.active, self.steps, self.sums, forcing, self.any_iterating, self.curved_count],
                   device=dev)  # fmt: skip
         wp.launch(cg_curved_rows, dim=slot_threads,

@@ -90,7 +90,17 @@ from .factorization import (
 )
 from .jacobian import body_chain_twists, on_one_chain, row_product, second_walk
 from .joint_constraints import SLOTS_PER_DOF, check_left_out_limits, joint_constraint_rows
-from .line_search import COST_FLAT, NO_DESCENT_RELATIVE_RESIDUAL, line_dots, line_rows, line_search
+from .line_search import (
+    COST_FLAT,
+    INEXACT_STALL,
+    NO_DESCENT,
+    NO_DESCENT_RELATIVE_RESIDUAL,
+    NOT_MOVED,
+    PRECISE_FORCING,
+    line_dots,
+    line_rows,
+    line_search,
+)
 from .loop_constraints import loop_rows
 from .mujoco_equalities import equality_rows, loop_joint_rows
 from .observables import contact_forces
@@ -512,9 +522,11 @@ def constraint_eval(
     ``vc_source`` (``VC_*``): at the warm start ``v_c = J v0`` is read, not formed (the row builders sum it
     while their entries are at hand). After a line search ``v`` is ``v + α Δv``, and a row without impulse on
     that whole segment (``c_segment_dead``, from ``line_rows``) only moves along it, ``v_c += α Δv_c``
-    (``J v`` but for round-off), and keeps ``γ = 0``, ``ℓ_c = 0`` and the ``G`` of the segment's start: a
-    contact or a limit has ``G = 0`` wherever ``γ = 0``, and a row with a linear branch (drive, bilateral) has
-    no impulse at both ends only where ``Δv_c = 0`` or where it can carry none (a zero effort limit). Far more contacts
+    (``J v`` but for round-off), and keeps ``γ = 0`` and ``ℓ_c = 0``. Its G is zero once it moved: a contact or a
+    limit has ``G = 0`` wherever ``γ = 0`` but in the round-off band of its kink (``friction_cone.KINK_ROUND_OFF``),
+    which a step that keeps it without impulse is taken to leave; a row with a linear branch (drive, bilateral) has
+    no impulse at both ends only where ``Δv_c = 0`` (it keeps the G of the segment's start) or where it can carry
+    none (a zero effort limit, ``G = 0``). Far more contacts
     lie in the collision gap than touch (a pile: about 700 of 750 rows per world), so this skips most of
     the kernel's products and impulses."""
     begin, end = thread_slots(wp.tid(), slots_per_thread, used_count[0])
@@ -524,8 +536,11 @@ def constraint_eval(
         if world_active[w] == 0:
             continue
         if vc_source == VC_AFTER_LINE_SEARCH and c_segment_dead[c] == 1:
-            c_vc[c] = c_vc[c] + world_alpha[w] * c_dvc[c]
-            continue  # γ, G and ℓ_c as at the segment's start (see above)
+            step = world_alpha[w] * c_dvc[c]
+            c_vc[c] = c_vc[c] + step
+            if wp.dot(step, step) > 0.0:
+                c_G_out[c] = wp.mat33(0.0)  # moved without impulse: off its kink's band (see above)
+            continue  # γ, ℓ_c (and an unmoved row's G) as at the segment's start
         nnz = c_nnz[c]
         vc = c_vc[c]
         if vc_source != VC_AT_START:
@@ -834,9 +849,10 @@ def check_convergence(
     abs_tolerance: float,
     rel_tolerance: float,
     world_norms: wp.array(dtype=wp.vec3),
-    world_cost_stalled: wp.array(dtype=wp.int32),
+    world_forcing: wp.array(dtype=float),
     world_iteration_offset: wp.array(dtype=wp.int32),
     # outputs (read and updated)
+    world_cost_stalled: wp.array(dtype=wp.int32),
     world_active: wp.array(dtype=wp.int32),
     world_iterations: wp.array(dtype=wp.int32),
     world_residual: wp.array(dtype=float),
@@ -856,7 +872,10 @@ def check_convergence(
     falls fast, ``FLOOR_PROGRESS``, and every tree is near its own optimum, ``TREE_FLOOR``), or after
     ``max_iterations`` (not converged). A world without descent or without a move while its residual is above
     ``NO_DESCENT_RELATIVE_RESIDUAL`` of ``max(‖D A v‖, ‖D Jᵀγ‖)`` stops not converged; one with a flat cost that far
-    out goes on (no float32 floor). NaN residuals never pass, so a broken world ends not converged.
+    out goes on (no float32 floor). So does a world whose loose CG direction (forcing term above
+    ``PRECISE_FORCING``) found no descent or no move while some tree is not within ``TREE_FLOOR`` of its optimum: it
+    is marked ``INEXACT_STALL`` and solves its next direction precisely. NaN residuals never pass, so a broken world
+    ends not converged.
     ``iteration_count[0]`` is the number of Newton iterations done in this loop, ``world_iteration_offset`` those of
     the world's earlier loops in the step (a retry, see the module doc); ``any_active_out[0]`` (zeroed before)
     becomes 1 if some world goes on; a world that goes on within ``PREDICTION_MAX_RELATIVE_RESIDUAL`` of optimality
@@ -880,7 +899,7 @@ def check_convergence(
     world_residual[w] = residual
     world_iterations[w] = iteration
     stalled = world_cost_stalled[w]
-    no_move = stalled != 0 and stalled != COST_FLAT  # no descent or no move: the next direction is the same
+    no_move = stalled == NO_DESCENT or stalled == NOT_MOVED  # the next direction is the same
     flat_and_slow = stalled == COST_FLAT and residual > FLOOR_PROGRESS * previous
     if not wp.isfinite(residual):
         world_active[w] = 0
@@ -890,6 +909,16 @@ def check_convergence(
         A_inv_diag, Ae, Av0, tau, jtg,
     ):  # fmt: skip
         world_active[w] = 0
+    elif (
+        no_move
+        and world_forcing[w] > PRECISE_FORCING
+        and iteration < max_iterations
+        and not trees_within(
+            w, 0.0, TREE_FLOOR, IMPULSE_ROUND_OFF, momentum_mode, dt, world_tree_start, tree_dof_start,
+            tree_dof_count, A_inv_diag, Ae, Av0, tau, jtg,
+        )
+    ):  # fmt: skip
+        world_cost_stalled[w] = INEXACT_STALL  # a loose direction stalled short of the floor: a precise one next
     elif (
         no_move
         and residual > NO_DESCENT_RELATIVE_RESIDUAL * scale
@@ -1723,11 +1752,10 @@ class SapSolver:
             inputs=[T.world_tree_start, T.tree_dof_start, T.tree_dof_count, momentum, dt,
                     self.A_inv_diag,
                     self.Ae, self.Av0, tau, self.jtg, self.iteration_count, o.max_iterations, o.abs_tolerance,
-                    o.rel_tolerance, self.world_norms,
-                    self.world_cost_stalled, self.world_iteration_offset],
-            outputs=[self.world_active, self.world_iterations, self.world_residual, self.world_converged,
-                     self.any_active, self.world_plain_newton, self.world_predicted, self.world_slope, self.world_line,
-                     self.world_live_count, self.world_row_slopes],
+                    o.rel_tolerance, self.world_norms, self.world_forcing, self.world_iteration_offset],
+            outputs=[self.world_cost_stalled, self.world_active, self.world_iterations, self.world_residual,
+                     self.world_converged, self.any_active, self.world_plain_newton, self.world_predicted,
+                     self.world_slope, self.world_line, self.world_live_count, self.world_row_slopes],
             device=dev,
         )  # fmt: skip
 
@@ -1952,7 +1980,8 @@ class SapSolver:
         if self.parallel_cg is not None:
             rows = (self.slots_per_thread, self.slot_threads, self.used_count, self.used_slots, self.c_world, G,
                     self.c_nnz, self.c_dof, self.c_J, self.curved_rows)  # fmt: skip
-            self.parallel_cg.solve(max_iterations, loosest_tolerance, active, self.world_norms, rows, A_rows,
+            self.parallel_cg.solve(max_iterations, loosest_tolerance, active, self.world_norms,
+                                   self.world_cost_stalled, rows, A_rows,
                                    (self.P, self.P_factor, self.pdiag), grad, dv, self.world_cg_iterations,
                                    forcing)  # fmt: skip
             return
@@ -1962,7 +1991,8 @@ class SapSolver:
             inputs=[
                 T.world_dof_start, T.world_uses_pcg, T.dof_parent, T.dof_depth, T.dof_row_start, T.dof_dense_offset,
                 T.dof_tree, T.tree_dof_count, max_iterations,
-                loosest_tolerance, active, self.world_norms, self.world_constraint_start, self.world_constraint_count,
+                loosest_tolerance, active, self.world_norms, self.world_cost_stalled, self.world_constraint_start,
+                self.world_constraint_count,
                 self.world_constraints, G, self.c_nnz, self.c_dof, self.c_J, A_rows, self.P, self.P_factor, self.pdiag,
                 grad,
             ],

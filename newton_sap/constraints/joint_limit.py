@@ -7,10 +7,13 @@ before it (``friction_cone.unilateral_bias_velocity``: no braking before the ste
 ``y = R⁻¹ (v̂ − v_c)``:
 
 * active ``y > 0``: ``γ = y``, ``G = R⁻¹``, ``ℓ = ½ R γ²``;
-* inactive: ``γ = 0``, ``G = 0``, ``ℓ = 0``.
+* inactive: ``γ = 0``, ``G = 0``, ``ℓ = 0``; within round-off of the kink ``G = R⁻¹``
+  (``friction_cone.KINK_ROUND_OFF``).
 """
 
 import warp as wp
+
+from .friction_cone import within_kink_band
 
 
 @wp.func
@@ -22,6 +25,7 @@ def joint_limit_impulse(v_c: wp.vec3, v_hat: wp.vec3, R: wp.vec3, unused: float)
     cost = float(0.0)
     if y > 0.0:
         gamma[0] = y
-        G[0, 0] = 1.0 / R[0]
         cost = 0.5 * R[0] * y * y
+    if within_kink_band(v_c[0] - v_hat[0], wp.abs(v_c[0]) + wp.abs(v_hat[0])):  # active, or inactive by round-off
+        G[0, 0] = 1.0 / R[0]
     return gamma, G, cost

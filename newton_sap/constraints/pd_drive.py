@@ -6,7 +6,8 @@ and ``v̂ = (Kp (q_d − q0) + Kd v_d + u_ff) / c``. The impulse is ``γ = clamp
 limit e), so in the template's terms ``γ = clamp(R⁻¹ (v̂ − v_c), ±Δt e)`` with ``v_c = v``:
 
 * inside the limit: ``γ = R⁻¹ (v̂ − v_c)``, ``G = R⁻¹ = Δt c``, ``ℓ = ½ R γ²``;
-* saturated: ``γ = ±Δt e``, ``G = 0``, ``ℓ = Δt e |v_c − v̂| − ½ R (Δt e)²`` (continuous, C¹).
+* saturated: ``γ = ±Δt e``, ``G = 0``, ``ℓ = Δt e |v_c − v̂| − ½ R (Δt e)²`` (continuous, C¹); within
+  round-off of the limit ``G = R⁻¹`` (``friction_cone.KINK_ROUND_OFF``).
 
 Near-rigid gains: if ``R < β² w / (4π²)`` (β = 0.1) both gains are scaled by the same factor so that
 R equals that bound (Kd/Kp kept); very stiff drives then stay well conditioned at large Δt.
@@ -14,7 +15,7 @@ R equals that bound (Kd/Kp kept); very stiff drives then stay well conditioned a
 
 import warp as wp
 
-from .friction_cone import TWO_PI_SQ
+from .friction_cone import TWO_PI_SQ, within_kink_band
 
 NEAR_RIGID_BETA = 0.1
 
@@ -45,9 +46,12 @@ def pd_drive_impulse(v_c: wp.vec3, v_hat: wp.vec3, R: wp.vec3, impulse_limit: fl
     cost = float(0.0)
     if wp.abs(y) <= impulse_limit:
         gamma[0] = y
-        G[0, 0] = 1.0 / R[0]
         cost = 0.5 * R[0] * y * y
     else:
         gamma[0] = wp.sign(y) * impulse_limit
         cost = impulse_limit * R[0] * wp.abs(y) - 0.5 * R[0] * impulse_limit * impulse_limit
+    saturated_by = wp.abs(v_hat[0] - v_c[0]) - impulse_limit * R[0]  # [m/s or rad/s] beyond the limit
+    if impulse_limit > 0.0 and within_kink_band(saturated_by, wp.abs(v_c[0]) + wp.abs(v_hat[0])):
+        # linear, or saturated by round-off (a zero limit leaves no linear branch)
+        G[0, 0] = 1.0 / R[0]
     return gamma, G, cost
