@@ -6,7 +6,7 @@ the flat branch's G = 0. Float32 rows evaluated on the device (``contact_scenes.
 import numpy as np
 import pytest
 
-from newton_sap.constraints.dispatch import CONTACT, JOINT_FRICTION, JOINT_LIMIT, PD_DRIVE
+from newton_sap.constraints.dispatch import CONTACT, CONTACT_LAGGED, JOINT_FRICTION, JOINT_LIMIT, PD_DRIVE
 from newton_sap.constraints.friction_cone import KINK_ROUND_OFF
 
 from contact_scenes import evaluate_rows
@@ -82,12 +82,14 @@ def test_a_contact_separated_by_round_off_has_the_sliding_curvature():
     assert np.all(G[3:] == 0.0)
 
 
-def test_a_frictionless_contact_separated_by_round_off_has_the_normal_curvature():
-    """μ = 0, ``R_n = 1e-3``: at ``v_n = v̂_n`` and a few ulps above it, γ = 0 and ``G_nn = 1/R_n``; 1e-4 above, 0."""
+@pytest.mark.parametrize("kind", [CONTACT, CONTACT_LAGGED])
+def test_a_frictionless_contact_separated_by_round_off_has_the_normal_curvature(kind):
+    """μ = 0 (a lagged contact: no friction bound), ``R_n = 1e-3``: at ``v_n = v̂_n`` and a few ulps above it, γ = 0
+    and ``G_nn = 1/R_n``; 1e-4 above, 0."""
     v_hat_n, R = -0.2, np.array([1e-4, 1e-4, 1e-3])
     normals = [v_hat_n, ulps_beyond(v_hat_n, 1.0, 2), v_hat_n + 1e-4]
     v_c = [(0.1, 0.0, v_n) for v_n in normals]
-    gamma, G, _ = evaluate_rows(CONTACT, v_c, [(0.0, 0.0, v_hat_n)] * 3, [R] * 3, [0.0] * 3)
+    gamma, G, _ = evaluate_rows(kind, v_c, [(0.0, 0.0, v_hat_n)] * 3, [R] * 3, [0.0] * 3)
     assert np.all(gamma == 0.0)
     assert np.allclose(G[:2, 2, 2], 1.0 / R[2], rtol=1e-6) and G[2, 2, 2] == 0.0
     assert np.all(G[:, :2, :] == 0.0) and np.all(G[:, :, :2] == 0.0)

@@ -26,16 +26,16 @@ SOFT_NORM_EPS = 1.0e-7
 
 KINK_ROUND_OFF = 4.0 * 1.1920929e-07
 """Width of the band around a constraint's kink, relative to the velocities that meet there [-]: four float32
-epsilons. A kink is where the impulse leaves its linear branch: a limit or contact that separates, a drive or
-joint friction that saturates. There the Hessian G jumps from ``R⁻¹`` (or the sliding contact's) to zero. The
-exact line search stops just past the kink when the stiff branch blocks the step, so the next iterate lies
-within round-off of it, and float32 can put it on the flat side. Its Newton direction then ignores the stiff
-branch, the line search stops again after a step of round-off, and the world ends *converged* at the float32 floor
-far from the optimum. Such a world, with a hard joint limit (``R = 1.3e-5``) at 3 ulps of its kink, stopped
-so 4.8 % off the float64 solve (relative residual 4e-2); with the stiff branch's G inside this band, it
-converged in 15 iterations within 3e-7. Inside the band G is taken from the stiff branch and γ and ℓ are left
-as they are: both elements bound the curvature there, and Newton's method may take either at a kink
-(a generalized Hessian)."""
+epsilons. A kink here is where the impulse leaves its linear branch and the row's Hessian G drops to zero: a limit
+or contact that separates (SAP's cone from sliding, a lagged contact's normal), a drive or joint friction that
+saturates. (At a contact's stiction kink only the curvature along the slip drops; the stiction prediction models
+that one, ``stiction_prediction.py``.) The exact line search stops just past a kink when the stiff branch blocks
+the step, so the next iterate lies within round-off of it, and float32 can put it on the flat side. Its Newton
+direction then ignores the stiff branch, the line search stops again after a step of round-off, and the world ends
+*converged* at the float32 floor far from the optimum: a world with a hard joint limit (``R = 1.3e-5``) 3 ulps past
+its kink stopped so 4.8 % off the float64 solve (relative residual 4e-2). Inside the band G is the stiff branch's
+(with it that world converged in 15 iterations, within 3e-7) and γ and ℓ are left as they are: at a kink either
+branch's G is an element of the generalized Hessian, which Newton's method may take."""
 
 TWO_PI_SQ = 39.47841760435743  # (2π)²
 CONTACT_DELASSUS_FLOOR = 1.0e-12

@@ -7,7 +7,7 @@ conditions give ``v_n = v̂_n − R_n γ_n + μ (‖v_t‖ − μ R_t γ_n)`` (A
 μ = 0.5 leaves the ground at about 0.8 m/s and hops centimetres. Here the two parts are separate convex costs:
 
 * normal, SAP's compliant unilateral law: ``γ_n = max(0, y_n)``, ``y_n = (v̂_n − v_n) / R_n``, ``G_nn = 1/R_n``
-  where ``y_n > 0``, ``ℓ_n = ½ R_n γ_n²``;
+  where ``y_n > 0`` and within round-off of it (``friction_cone.KINK_ROUND_OFF``), ``ℓ_n = ½ R_n γ_n²``;
 * friction, the projection of ``y_t = −s / R_t`` (slip ``s = v_t − v̂_t``) onto the disk ``‖γ_t‖ ≤ F``, with
   ``F = μ n0`` fixed for the step (:func:`lagged_normal_impulse`): ``γ_t = y_t``, ``G_t = I / R_t`` and
   ``ℓ_t = ½ R_t ‖y_t‖²`` inside (stiction, the same linear branch as SAP's); ``γ_t = F ŷ_t``,
@@ -22,6 +22,8 @@ Units as in ``friction_cone.py``: velocities [m/s], impulses [N·s], R [kg⁻¹]
 """
 
 import warp as wp
+
+from .friction_cone import within_kink_band
 
 
 @wp.func
@@ -54,8 +56,9 @@ def lagged_contact_impulse(v_c: wp.vec3, v_hat: wp.vec3, R: wp.vec3, friction_li
     y_n = (v_hat[2] - v_c[2]) / R[2]
     if y_n > 0.0:
         gamma[2] = y_n
-        G[2, 2] = 1.0 / R[2]
         cost = 0.5 * R[2] * y_n * y_n
+    if within_kink_band(v_c[2] - v_hat[2], wp.abs(v_c[2]) + wp.abs(v_hat[2])):  # pressed, or separated by round-off
+        G[2, 2] = 1.0 / R[2]
     if friction_limit > 0.0:
         y_t = wp.vec2(v_hat[0] - v_c[0], v_hat[1] - v_c[1]) / R[0]
         y_r = wp.length(y_t)
