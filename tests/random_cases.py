@@ -18,10 +18,10 @@ import newton
 import numpy as np
 import warp as wp
 
-from random_trees import _d6_axes, _unrotated, random_inertia, random_quat, random_rotation, random_transform
+from random_trees import MOVING_TYPES, add_joint, random_inertia, random_quat, random_rotation, random_transform
 
-MOVING_TYPES = ("revolute", "prismatic", "ball", "d6", "free", "fixed")
 ROOT_TYPES = ("free", "free", "distance", "revolute", "ball", "d6", "prismatic", "fixed")
+"""Root joint types drawn (FREE twice as often; ``random_trees.ROOT_TYPES`` plus PRISMATIC)."""
 JointType = newton.JointType
 TargetMode = newton.JointTargetMode
 
@@ -103,24 +103,8 @@ def add_tree(builder: newton.ModelBuilder, rng, n_bodies: int, chain: bool, root
             X_p = wp.transform(wp.vec3(*p), wp.transform_get_rotation(X_p))
         axis = wp.vec3(*random_rotation(rng)[:, 0])
         armature = float(rng.uniform(0.0, 0.05))
-        frames = dict(parent_xform=X_p, child_xform=X_c)
-        if joint_type == "revolute":
-            j = builder.add_joint_revolute(parent, body, axis=axis, armature=armature, **frames)
-        elif joint_type == "prismatic":
-            j = builder.add_joint_prismatic(parent, body, axis=axis, armature=armature, **frames)
-        elif joint_type == "ball":
-            j = builder.add_joint_ball(parent, body, armature=armature, **frames)
-        elif joint_type == "fixed":
-            j = builder.add_joint_fixed(parent, body, **frames)
-        elif joint_type == "free":
-            j = builder.add_joint_free(body, parent=parent, parent_xform=_unrotated(X_p), child_xform=X_c)
-        elif joint_type == "distance":
-            j = builder.add_joint_distance(parent, body, parent_xform=_unrotated(X_p), child_xform=X_c)
-        else:
-            linear, angular = _d6_axes(rng)
-            j = builder.add_joint_d6(parent, body, linear_axes=linear, angular_axes=angular, **frames)
         bodies.append(body)
-        joints.append(j)
+        joints.append(add_joint(builder, rng, joint_type, parent, body, X_p, X_c, axis, armature))
     builder.add_articulation(joints)
     return bodies
 

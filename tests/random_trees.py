@@ -82,27 +82,33 @@ def add_random_tree(
         X_p, X_c = random_transform(rng), random_transform(rng)
         axis = wp.vec3(*random_rotation(rng)[:, 0])
         arm = float(rng.uniform(0.0, 0.05))
-        if jtype == "revolute":
-            j = builder.add_joint_revolute(parent, body, parent_xform=X_p, child_xform=X_c, axis=axis, armature=arm)
-        elif jtype == "prismatic":
-            j = builder.add_joint_prismatic(parent, body, parent_xform=X_p, child_xform=X_c, axis=axis, armature=arm)
-        elif jtype == "ball":
-            j = builder.add_joint_ball(parent, body, parent_xform=X_p, child_xform=X_c, armature=arm)
-        elif jtype == "fixed":
-            j = builder.add_joint_fixed(parent, body, parent_xform=X_p, child_xform=X_c)
-        elif jtype == "free":
-            j = builder.add_joint_free(body, parent=parent, parent_xform=_unrotated(X_p), child_xform=X_c)
-        elif jtype == "distance":
-            j = builder.add_joint_distance(parent, body, parent_xform=_unrotated(X_p), child_xform=X_c)
-        elif jtype == "d6":
-            lin, ang = _d6_axes(rng)
-            j = builder.add_joint_d6(parent, body, linear_axes=lin, angular_axes=ang, parent_xform=X_p, child_xform=X_c)
-        else:
-            raise ValueError(jtype)
         bodies.append(body)
-        joints.append(j)
+        joints.append(add_joint(builder, rng, jtype, parent, body, X_p, X_c, axis, arm))
     builder.add_articulation(joints)
     return joints
+
+
+def add_joint(builder: newton.ModelBuilder, rng, jtype: str, parent: int, body: int, X_p, X_c, axis, armature: float):
+    """A joint of type ``jtype`` (one of ``MOVING_TYPES`` or ``"distance"``) from ``parent`` to ``body`` with frames
+    ``X_p``, ``X_c``, ``axis`` (REVOLUTE, PRISMATIC) and ``armature``; FREE and DISTANCE joints take ``X_p`` without
+    its rotation, D6 joints random axes (from ``rng``). The joint id."""
+    frames = dict(parent_xform=X_p, child_xform=X_c)
+    if jtype == "revolute":
+        return builder.add_joint_revolute(parent, body, axis=axis, armature=armature, **frames)
+    if jtype == "prismatic":
+        return builder.add_joint_prismatic(parent, body, axis=axis, armature=armature, **frames)
+    if jtype == "ball":
+        return builder.add_joint_ball(parent, body, armature=armature, **frames)
+    if jtype == "fixed":
+        return builder.add_joint_fixed(parent, body, **frames)
+    if jtype == "free":
+        return builder.add_joint_free(body, parent=parent, parent_xform=_unrotated(X_p), child_xform=X_c)
+    if jtype == "distance":
+        return builder.add_joint_distance(parent, body, parent_xform=_unrotated(X_p), child_xform=X_c)
+    if jtype == "d6":
+        linear, angular = _d6_axes(rng)
+        return builder.add_joint_d6(parent, body, linear_axes=linear, angular_axes=angular, **frames)
+    raise ValueError(jtype)
 
 
 def random_state(model: newton.Model, rng: np.random.Generator, speed: float = 1.5):

@@ -10,6 +10,7 @@ from random_cases import build_case
 from sap_reference import solve_sap_problem
 
 import newton_sap
+from newton_sap.constraints.dispatch import CONTACT, JOINT_LIMIT
 
 PCG_WORLD = dict(dense_world_max_dofs=0, block_cholesky_max_dofs=0, pcg_threads="world")
 PCG_DOF = dict(dense_world_max_dofs=0, block_cholesky_max_dofs=0, pcg_threads="dof")
@@ -27,6 +28,9 @@ def hard_limit_case():
         warnings.simplefilter("ignore")  # the case's deep starts warn about penetration
         snap = newton_sap.SolverSAP(model).snapshot(state, control=control, dt=spec.dt, contacts=contacts)
     world = 3
+    kinds = snap.constraint_kind[world]
+    assert snap.v_star[world].shape == (21,) and np.count_nonzero(kinds == CONTACT) == 26  # still the finding's world
+    assert np.count_nonzero(kinds == JOINT_LIMIT) == 2
     return model, state, control, spec, contacts, world, solve_sap_problem(snap, world, max_iterations=200)
 
 
