@@ -63,26 +63,32 @@ def test_stall_exits_stop_at_the_float32_floor_only():
     its optimum (``A v`` = 10, ``Jᵀγ`` = 1) and one holding the world's residual (``A v`` = 10, or 1e-3 for the
     light tree). Three more stalled after a loose CG direction (forcing term 0.05): at round-off (stop, converged),
     and without a move or without descent while the residual tree is 5 % or 50 % off its optimum (go on, marked
-    ``INEXACT_STALL`` for a precise direction; a hard joint limit's world stopped so *converged* 2-4 % off)."""
+    ``INEXACT_STALL`` for a precise direction; a hard joint limit's world stopped so *converged* 2-4 % off). Two
+    more moved nothing with an exact direction while the residual tree is 1e-2 off its optimum: after a full step
+    (Newton's verdict that it is at round-off: converged) and after a step cut to α = 1e-4 (a direction float32
+    lost: not converged, ``CUT_STEP_ALPHA``)."""
     from newton_sap.line_search import COST_FLAT, INEXACT_STALL, NO_DESCENT, NOT_MOVED
     from newton_sap.sap import check_convergence
 
     scale, loose = 10.0, 0.05
-    cases = [  # (‖D∇ℓ‖, the last check's, stall, the residual tree's A v, CG forcing) -> (iterating, converged, stall)
-        (1e-7, 1e-3, 0, scale, 0.0, 0, 1, 0),
-        (1e-3, 2e-3, COST_FLAT, scale, 0.0, 0, 1, COST_FLAT),
-        (1e-3, 1e-1, COST_FLAT, scale, 0.0, 1, 1, COST_FLAT),
-        (1e-4, 1e-4, NO_DESCENT, scale, 0.0, 0, 1, NO_DESCENT),
-        (5.0, 5.0, NO_DESCENT, scale, 0.0, 0, 0, NO_DESCENT),
-        (2.0, 2.1, COST_FLAT, scale, 0.0, 1, 1, COST_FLAT),
-        (1e-4, 1e-4, NOT_MOVED, scale, 0.0, 0, 1, NOT_MOVED),
-        (1e-3, 2e-3, COST_FLAT, 1e-3, 0.0, 1, 1, COST_FLAT),
-        (1e-4, 1e-4, NOT_MOVED, scale, loose, 0, 1, NOT_MOVED),
-        (0.5, 0.5, NOT_MOVED, scale, loose, 1, 1, INEXACT_STALL),
-        (5.0, 5.0, NO_DESCENT, scale, loose, 1, 1, INEXACT_STALL),
+    cases = [  # (‖D∇ℓ‖, the last check's, stall, the residual tree's A v, CG forcing, α) -> (iterating, converged,
+        # stall)
+        (1e-7, 1e-3, 0, scale, 0.0, 1.0, 0, 1, 0),
+        (1e-3, 2e-3, COST_FLAT, scale, 0.0, 1.0, 0, 1, COST_FLAT),
+        (1e-3, 1e-1, COST_FLAT, scale, 0.0, 1.0, 1, 1, COST_FLAT),
+        (1e-4, 1e-4, NO_DESCENT, scale, 0.0, 0.0, 0, 1, NO_DESCENT),
+        (5.0, 5.0, NO_DESCENT, scale, 0.0, 0.0, 0, 0, NO_DESCENT),
+        (2.0, 2.1, COST_FLAT, scale, 0.0, 1.0, 1, 1, COST_FLAT),
+        (1e-4, 1e-4, NOT_MOVED, scale, 0.0, 1e-4, 0, 1, NOT_MOVED),
+        (1e-3, 2e-3, COST_FLAT, 1e-3, 0.0, 1.0, 1, 1, COST_FLAT),
+        (1e-4, 1e-4, NOT_MOVED, scale, loose, 1e-4, 0, 1, NOT_MOVED),
+        (0.5, 0.5, NOT_MOVED, scale, loose, 1e-4, 1, 1, INEXACT_STALL),
+        (5.0, 5.0, NO_DESCENT, scale, loose, 0.0, 1, 1, INEXACT_STALL),
+        (0.1, 0.1, NOT_MOVED, scale, 0.0, 1.0, 0, 1, NOT_MOVED),
+        (0.1, 0.1, NOT_MOVED, scale, 0.0, 1e-4, 0, 0, NOT_MOVED),
     ]
     n = len(cases)
-    residuals, previous, stalls, tree_Av, forcing, active_after, converged_after, stalls_after = (
+    residuals, previous, stalls, tree_Av, forcing, alpha, active_after, converged_after, stalls_after = (
         list(column) for column in zip(*cases, strict=True)
     )
 
@@ -109,7 +115,7 @@ def test_stall_exits_stop_at_the_float32_floor_only():
     plain_newton = wp.zeros(n, dtype=wp.int32, device="cpu")
     momentum = 1
     wp.launch(check_convergence, dim=n,
-              inputs=[*trees, momentum, 0.01, *dofs, count, 100, 0.0, 1e-6, norms, cpu(forcing), offset],
+              inputs=[*trees, momentum, 0.01, *dofs, count, 100, 0.0, 1e-6, norms, cpu(forcing), cpu(alpha), offset],
               outputs=[stalled, active, iterations, residual, converged, any_active, plain_newton, *next_sums],
               device="cpu")  # fmt: skip
     assert active.numpy().tolist() == active_after and any_active.numpy()[0] == 1
@@ -341,7 +347,8 @@ def test_worlds_near_optimality_stop_predicting_stiction():
     wp.launch(check_convergence, dim=n,
               inputs=[starts, starts, wp.ones(n, dtype=wp.int32, device="cpu"), 1, 0.01, *no_stall_inputs,
                       wp.array([1], dtype=wp.int32, device="cpu"), 100, 0.0, 1e-6, norms,
-                      wp.zeros(n, dtype=float, device="cpu"), wp.zeros(n, dtype=wp.int32, device="cpu")],
+                      wp.zeros(n, dtype=float, device="cpu"), wp.zeros(n, dtype=float, device="cpu"),
+                      wp.zeros(n, dtype=wp.int32, device="cpu")],
               outputs=[wp.zeros(n, dtype=wp.int32, device="cpu"), active, wp.zeros(n, dtype=wp.int32, device="cpu"),
                        wp.zeros(n, dtype=float, device="cpu"),
                        wp.ones(n, dtype=wp.int32, device="cpu"), any_active, plain_newton,
