@@ -107,14 +107,10 @@ def friction_cone_impulse(v_c: wp.vec3, v_hat: wp.vec3, R: wp.vec3, mu: float):
     y_r = wp.sqrt(wp.dot(y_t, y_t) + SOFT_NORM_EPS * SOFT_NORM_EPS)
     gamma = wp.vec3(0.0)
     G = wp.mat33(0.0)
-    # the velocities that meet at the separation kink, for its round-off band
-    magnitude = wp.abs(v_c[2]) + wp.abs(v_hat[2])
-    if mu > 0.0:
-        magnitude += mu * (wp.length(wp.vec2(v_c[0], v_c[1])) + wp.length(wp.vec2(v_hat[0], v_hat[1])))
     if mu <= 0.0:
         if y_n > 0.0:  # frictionless: only the normal impulse, γ_n = y_n
             gamma = wp.vec3(0.0, 0.0, y_n)
-        if within_kink_band(v_c[2] - v_hat[2], magnitude):
+        if within_kink_band(v_c[2] - v_hat[2], wp.abs(v_c[2]) + wp.abs(v_hat[2])):
             G[2, 2] = R_inv[2]
     elif y_r <= mu * y_n:  # stiction
         gamma = y
@@ -123,7 +119,12 @@ def friction_cone_impulse(v_c: wp.vec3, v_hat: wp.vec3, R: wp.vec3, mu: float):
         mu_hat = mu * R[0] * R_inv[2]
         # sliding (y_n > −μ̂ y_r, i.e. ``outside`` < 0 [m/s]), or separated by no more than round-off
         outside = -R[2] * (y_n + mu_hat * y_r)
-        if within_kink_band(outside, magnitude):
+        sliding_branch = outside < 0.0
+        if not sliding_branch:  # the velocities that meet at the kink, for its band
+            magnitude = wp.abs(v_c[2]) + wp.abs(v_hat[2])
+            magnitude += mu * (wp.length(wp.vec2(v_c[0], v_c[1])) + wp.length(wp.vec2(v_hat[0], v_hat[1])))
+            sliding_branch = within_kink_band(outside, magnitude)
+        if sliding_branch:
             f = 1.0 / (1.0 + mu * mu_hat)
             t = y_t / y_r
             g_n = f * wp.max(y_n + mu_hat * y_r, 0.0)
