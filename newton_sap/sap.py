@@ -884,8 +884,9 @@ def check_convergence(
     ``NO_DESCENT_RELATIVE_RESIDUAL`` of ``max(‖D A v‖, ‖D Jᵀγ‖)`` stops not converged; one with a flat cost that far
     out goes on (no float32 floor). So does a world whose loose CG direction (forcing term above
     ``PRECISE_FORCING``) found no descent or no move while some tree is not within ``TREE_FLOOR`` of its optimum: it
-    is marked ``INEXACT_STALL`` and solves its next direction precisely. NaN residuals never pass, so a broken world
-    ends not converged.
+    is marked ``INEXACT_STALL`` and solves its next direction precisely. A world whose step was cut below
+    ``CUT_STEP_ALPHA`` and moved nothing stops not converged unless every tree is within ``TREE_FLOOR``. NaN residuals
+    never pass, so a broken world ends not converged.
     ``iteration_count[0]`` is the number of Newton iterations done in this loop, ``world_iteration_offset`` those of
     the world's earlier loops in the step (a retry, see the module doc); ``any_active_out[0]`` (zeroed before)
     becomes 1 if some world goes on; a world that goes on within ``PREDICTION_MAX_RELATIVE_RESIDUAL`` of optimality
