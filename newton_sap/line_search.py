@@ -65,13 +65,15 @@ NOT_MOVED = 3
 """``world_cost_stalled`` value of a world whose step left every velocity as it was (``STEP_ROUND_OFF``): the
 next direction would be the same."""
 INEXACT_STALL = 4
-"""``world_cost_stalled`` value that ``check_convergence`` gives a world whose CG direction, solved only to a forcing
-term above ``PRECISE_FORCING``, did not descend or did not move while some tree is not yet near its own optimum
+"""``world_cost_stalled`` value that ``check_convergence`` gives a world whose CG direction, not solved to
+``pcg.CG_TIGHTEST_TOLERANCE``, did not descend or did not move while some tree is not yet near its own optimum
 (``sap.TREE_FLOOR``): such a stall says nothing about the float32 floor, so the world goes on and its next direction
-is solved to ``pcg.CG_TIGHTEST_TOLERANCE`` (``pcg.forcing_term``). A loose CG direction can point into a stiff
-constraint that a Newton direction would slide along: a world with a hard joint limit stopped so *converged*, 2-4 %
-off the float64 solve, on both CG paths. Loose stalls with every tree near its optimum stop as before (a folded
-71-dof snake under the GPU's defaults: 36 Newton iterations over 10 steps; 43 when every loose stall went on)."""
+is solved to that tolerance (``pcg.forcing_term``). A loose CG direction can point into a stiff constraint that a
+Newton direction would slide along: a world with a hard joint limit stopped so *converged*, 2-4 % off the float64
+solve, on both CG paths; one solved to 7.7e-4 stopped after a step cut to α = 2.3e-3 (now 4e-6 off, converged).
+Stalls with every tree near its optimum stop as before (a folded 71-dof snake under the GPU's defaults: 36 Newton
+iterations over 10 steps; 43 when every loose stall went on). A tight solve that stops short of its tolerance (CG's
+iteration cap) records what it reached, so such a world may repeat the mark, up to ``max_iterations``."""
 NO_DESCENT_RELATIVE_RESIDUAL = 0.1
 """A world stalled without descent or without a move (``check_convergence``) whose ‖D∇ℓ‖ exceeds this fraction of
 ``max(‖D A v‖, ‖D Jᵀγ‖)`` ends not converged, unless it is round-off of impulses that cancel

@@ -96,7 +96,6 @@ from .line_search import (
     NO_DESCENT,
     NO_DESCENT_RELATIVE_RESIDUAL,
     NOT_MOVED,
-    PRECISE_FORCING,
     line_dots,
     line_rows,
     line_search,
@@ -104,7 +103,14 @@ from .line_search import (
 from .loop_constraints import loop_rows
 from .mujoco_equalities import equality_rows, loop_joint_rows
 from .observables import contact_forces
-from .pcg import CG_LOOSEST_TOLERANCE, CG_MODEL_LOOSEST_TOLERANCE, precond_diag_init, tree_factor_kernel, world_pcg
+from .pcg import (
+    CG_LOOSEST_TOLERANCE,
+    CG_MODEL_LOOSEST_TOLERANCE,
+    CG_TIGHTEST_TOLERANCE,
+    precond_diag_init,
+    tree_factor_kernel,
+    world_pcg,
+)
 from .pcg_parallel import ParallelConjugateGradients
 from .scan import chunk_sums_size, exclusive_scan
 from .stiction_prediction import (
@@ -522,11 +528,10 @@ def constraint_eval(
     ``vc_source`` (``VC_*``): at the warm start ``v_c = J v0`` is read, not formed (the row builders sum it
     while their entries are at hand). After a line search ``v`` is ``v + α Δv``, and a row without impulse on
     that whole segment (``c_segment_dead``, from ``line_rows``) only moves along it, ``v_c += α Δv_c``
-    (``J v`` but for round-off), and keeps ``γ = 0`` and ``ℓ_c = 0``. Its G is zero once it moved: a contact or a
-    limit has ``G = 0`` wherever ``γ = 0`` but in the round-off band of its kink (``friction_cone.KINK_ROUND_OFF``),
-    which a step that keeps it without impulse is taken to leave; a row with a linear branch (drive, bilateral) has
-    no impulse at both ends only where ``Δv_c = 0`` (it keeps the G of the segment's start) or where it can carry
-    none (a zero effort limit, ``G = 0``). Far more contacts
+    (``J v`` but for round-off), and keeps ``γ = 0``, ``ℓ_c = 0`` and ``G = 0`` if that was its G at the segment's
+    start: a contact or a limit has ``G = 0`` wherever ``γ = 0`` but in the round-off band of its kink
+    (``friction_cone.KINK_ROUND_OFF``). A dead row with curvature (in that band, or a drive or bilateral row, which
+    has no impulse at both ends only where ``Δv_c = 0``) is evaluated in full. Far more contacts
     lie in the collision gap than touch (a pile: about 700 of 750 rows per world), so this skips most of
     the kernel's products and impulses."""
     begin, end = thread_slots(wp.tid(), slots_per_thread, used_count[0])
@@ -535,12 +540,9 @@ def constraint_eval(
         w = c_world[c]
         if world_active[w] == 0:
             continue
-        if vc_source == VC_AFTER_LINE_SEARCH and c_segment_dead[c] == 1:
-            step = world_alpha[w] * c_dvc[c]
-            c_vc[c] = c_vc[c] + step
-            if wp.dot(step, step) > 0.0:
-                c_G_out[c] = wp.mat33(0.0)  # moved without impulse: off its kink's band (see above)
-            continue  # γ, ℓ_c (and an unmoved row's G) as at the segment's start
+        if vc_source == VC_AFTER_LINE_SEARCH and c_segment_dead[c] == 1 and wp.ddot(c_G_out[c], c_G_out[c]) == 0.0:
+            c_vc[c] = c_vc[c] + world_alpha[w] * c_dvc[c]
+            continue  # γ, G and ℓ_c as at the segment's start (see above)
         nnz = c_nnz[c]
         vc = c_vc[c]
         if vc_source != VC_AT_START:
@@ -882,9 +884,9 @@ def check_convergence(
     falls fast, ``FLOOR_PROGRESS``, and every tree is near its own optimum, ``TREE_FLOOR``), or after
     ``max_iterations`` (not converged). A world without descent or without a move while its residual is above
     ``NO_DESCENT_RELATIVE_RESIDUAL`` of ``max(‖D A v‖, ‖D Jᵀγ‖)`` stops not converged; one with a flat cost that far
-    out goes on (no float32 floor). So does a world whose loose CG direction (forcing term above
-    ``PRECISE_FORCING``) found no descent or no move while some tree is not within ``TREE_FLOOR`` of its optimum: it
-    is marked ``INEXACT_STALL`` and solves its next direction precisely. A world whose step was cut below
+    out goes on (no float32 floor). So does a world whose CG direction, not solved to ``CG_TIGHTEST_TOLERANCE``,
+    found no descent or no move while some tree is not within ``TREE_FLOOR`` of its optimum: it is marked
+    ``INEXACT_STALL`` and solves its next direction to that tolerance. A world whose step was cut below
     ``CUT_STEP_ALPHA`` and moved nothing stops not converged unless every tree is within ``TREE_FLOOR``. NaN residuals
     never pass, so a broken world ends not converged.
     ``iteration_count[0]`` is the number of Newton iterations done in this loop, ``world_iteration_offset`` those of
@@ -922,7 +924,7 @@ def check_convergence(
         world_active[w] = 0
     elif (
         no_move
-        and world_forcing[w] > PRECISE_FORCING
+        and world_forcing[w] > CG_TIGHTEST_TOLERANCE
         and iteration < max_iterations
         and not trees_within(
             w, 0.0, TREE_FLOOR, IMPULSE_ROUND_OFF, momentum_mode, dt, world_tree_start, tree_dof_start,

@@ -66,7 +66,8 @@ def test_stall_exits_stop_at_the_float32_floor_only():
     ``INEXACT_STALL`` for a precise direction; a hard joint limit's world stopped so *converged* 2-4 % off). Two
     more moved nothing with an exact direction while the residual tree is 1e-2 off its optimum: after a full step
     (Newton's verdict that it is at round-off: converged) and after a step cut to α = 1e-4 (a direction float32
-    lost: not converged, ``CUT_STEP_ALPHA``)."""
+    lost: not converged, ``CUT_STEP_ALPHA``); the same after a CG direction solved to 7.7e-4, short of CG's tightest
+    tolerance, goes on (``INEXACT_STALL``; a CG world 2e-5 off was reported not converged so)."""
     from newton_sap.line_search import COST_FLAT, INEXACT_STALL, NO_DESCENT, NOT_MOVED
     from newton_sap.sap import check_convergence
 
@@ -86,6 +87,7 @@ def test_stall_exits_stop_at_the_float32_floor_only():
         (5.0, 5.0, NO_DESCENT, scale, loose, 0.0, 1, 1, INEXACT_STALL),
         (0.1, 0.1, NOT_MOVED, scale, 0.0, 1.0, 0, 1, NOT_MOVED),
         (0.1, 0.1, NOT_MOVED, scale, 0.0, 1e-4, 0, 0, NOT_MOVED),
+        (0.1, 0.1, NOT_MOVED, scale, 7.7e-4, 1e-4, 1, 1, INEXACT_STALL),
     ]
     n = len(cases)
     residuals, previous, stalls, tree_Av, forcing, alpha, active_after, converged_after, stalls_after = (

@@ -70,7 +70,10 @@ def contact_compliance(
 def within_kink_band(outside: float, magnitude: float):
     """Whether a row that lies ``outside`` [m/s or rad/s] beyond its kink on the flat side (≤ 0: on the stiff side)
     is within round-off of it, relative to the ``magnitude`` of the velocities compared (see
-    :data:`KINK_ROUND_OFF`); such a row takes its stiff branch's Hessian."""
+    :data:`KINK_ROUND_OFF`); such a row takes its stiff branch's Hessian. Where both velocities are zero (a limit or
+    contact touching at rest) the band is empty and the row at its kink keeps the flat branch's G = 0: a stiff G
+    there changed the iterations of a drive holding a link on its limit, whose backtracking steps then stopped 6e-4
+    off the exact search's, reported converged (``test_line_search``)."""
     return outside < KINK_ROUND_OFF * magnitude
 
 
