@@ -35,7 +35,9 @@ direction then ignores the stiff branch, the line search stops again after a ste
 *converged* at the float32 floor far from the optimum: a world with a hard joint limit (``R = 1.3e-5``) 3 ulps past
 its kink stopped so 4.8 % off the float64 solve (relative residual 4e-2). Inside the band G is the stiff branch's
 (with it that world converged in 15 iterations, within 3e-7) and γ and ℓ are left as they are: at a kink either
-branch's G is an element of the generalized Hessian, which Newton's method may take."""
+branch's G is an element of the generalized Hessian, which Newton's method may take. The band is relative to
+``|v_c| + |v̂|``, not to the round-off of the sum ``v_c = J v``, which is larger where its terms cancel; a world that
+stalls so past the band is reported not converged (``sap.CUT_STEP_ALPHA``)."""
 
 TWO_PI_SQ = 39.47841760435743  # (2π)²
 CONTACT_DELASSUS_FLOOR = 1.0e-12
