@@ -18,7 +18,7 @@ import newton
 import numpy as np
 import warp as wp
 
-from random_trees import MOVING_TYPES, add_joint, random_inertia, random_quat, random_rotation, random_transform
+from random_trees import add_random_tree, random_quat, uniform_mass
 
 ROOT_TYPES = ("free", "free", "distance", "revolute", "ball", "d6", "prismatic", "fixed")
 """Root joint types drawn (FREE twice as often; ``random_trees.ROOT_TYPES`` plus PRISMATIC)."""
@@ -84,29 +84,19 @@ def case_spec(seed: int, harsh: bool) -> CaseSpec:
     return spec
 
 
+def harsh_mass(rng: np.random.Generator) -> float:
+    """A link mass [kg] log-uniform in [0.03, 30] (the harsh profile's mass ratios up to 1e3)."""
+    return float(10 ** rng.uniform(-1.5, 1.5))
+
+
 def add_tree(builder: newton.ModelBuilder, rng, n_bodies: int, chain: bool, root_type: str, origin, harsh: bool):
-    """A random tree of ``n_bodies`` links (a chain, or each link on a random earlier one); the body indices."""
-    bodies, joints = [], []
-    for k in range(n_bodies):
-        mass = float(10 ** rng.uniform(-1.5, 1.5)) if harsh else float(rng.uniform(0.2, 2.0))
-        body = builder.add_link(
-            mass=mass, com=wp.vec3(*rng.uniform(-0.1, 0.1, 3)), inertia=wp.mat33(*random_inertia(rng, mass).ravel())
-        )
-        if k == 0:
-            parent, joint_type = -1, root_type
-        else:
-            parent = bodies[-1] if chain else bodies[int(rng.integers(0, len(bodies)))]
-            joint_type = str(rng.choice(MOVING_TYPES))
-        X_p, X_c = random_transform(rng, 0.25), random_transform(rng, 0.15)
-        if k == 0:
-            p = np.array(wp.transform_get_translation(X_p)) + origin
-            X_p = wp.transform(wp.vec3(*p), wp.transform_get_rotation(X_p))
-        axis = wp.vec3(*random_rotation(rng)[:, 0])
-        armature = float(rng.uniform(0.0, 0.05))
-        bodies.append(body)
-        joints.append(add_joint(builder, rng, joint_type, parent, body, X_p, X_c, axis, armature))
-    builder.add_articulation(joints)
-    return bodies
+    """A random tree of ``n_bodies`` links (a chain, or each link on a random earlier one) whose root joint sits at
+    ``origin`` [m] (``random_trees.add_random_tree``); the body indices."""
+    joints = add_random_tree(
+        builder, rng, n_bodies, chain=chain, root_type=root_type, sample_mass=harsh_mass if harsh else uniform_mass,
+        com_extent=0.1, frame_extents=(0.25, 0.15), origin=origin,
+    )  # fmt: skip
+    return [builder.joint_child[j] for j in joints]
 
 
 def add_shapes(builder: newton.ModelBuilder, rng, bodies, which: str, harsh: bool) -> None:

@@ -54,6 +54,11 @@ def _d6_axes(rng: np.random.Generator):
     return lin, ang
 
 
+def uniform_mass(rng: np.random.Generator) -> float:
+    """A link mass [kg] uniform in [0.2, 2]."""
+    return float(rng.uniform(0.2, 2.0))
+
+
 def add_random_tree(
     builder: newton.ModelBuilder,
     rng: np.random.Generator,
@@ -62,24 +67,35 @@ def add_random_tree(
     chain: bool = False,
     root_type: str | None = None,
     types: tuple[str, ...] = MOVING_TYPES,
+    sample_mass=uniform_mass,
+    com_extent: float = 0.2,
+    frame_extents: tuple[float, float] = (0.4, 0.4),
+    origin=None,
 ) -> list[int]:
     """Add one random tree of ``n_bodies`` bodies as one articulation; returns its joint ids.
 
     ``chain=True`` makes a serial chain (depth ``n_bodies``); otherwise each body picks a random
-    earlier parent (branching)."""
+    earlier parent (branching). Each link's mass comes from ``sample_mass(rng)``, its COM within ``com_extent`` [m]
+    of its origin, the joint frames from ``random_transform`` with ``frame_extents`` (parent, child) [m]; ``origin``
+    [m] shifts the root joint's parent frame."""
     root_type = root_type or str(rng.choice(ROOT_TYPES))
     bodies, joints = [], []
     for k in range(n_bodies):
-        mass = float(rng.uniform(0.2, 2.0))
+        mass = sample_mass(rng)
         body = builder.add_link(
-            mass=mass, com=wp.vec3(*rng.uniform(-0.2, 0.2, 3)), inertia=wp.mat33(*random_inertia(rng, mass).ravel())
+            mass=mass,
+            com=wp.vec3(*rng.uniform(-com_extent, com_extent, 3)),
+            inertia=wp.mat33(*random_inertia(rng, mass).ravel()),
         )
         if k == 0:
             parent, jtype = -1, root_type
         else:
             parent = bodies[-1] if chain else bodies[int(rng.integers(0, len(bodies)))]
             jtype = str(rng.choice(types))
-        X_p, X_c = random_transform(rng), random_transform(rng)
+        X_p, X_c = random_transform(rng, frame_extents[0]), random_transform(rng, frame_extents[1])
+        if k == 0 and origin is not None:
+            p = np.array(wp.transform_get_translation(X_p)) + origin
+            X_p = wp.transform(wp.vec3(*p), wp.transform_get_rotation(X_p))
         axis = wp.vec3(*random_rotation(rng)[:, 0])
         arm = float(rng.uniform(0.0, 0.05))
         bodies.append(body)
