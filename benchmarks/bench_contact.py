@@ -13,6 +13,9 @@ the replicated builder once, so it is a single static shape shared by all worlds
   four static box walls on the ground.
 * ``snake`` (not in the default run): a snake of 66 boxes on vertical hinges (one tree of 71 dofs, FREE root, above
   ``dense_max_dofs`` = 64), in a gentle S lying 1 cm above the ground; it drops and rests on about 390 contacts.
+* ``allegro`` (not in the default run): the right Allegro hand (16 revolute dofs on a fixed base, links of 10-65 g),
+  palm up under PD holding a shallow cup, catches a free 5 cm, 100 g cube dropped 2 cm onto its fingers (22 dofs);
+  ``newton_sap.examples.scenes.allegro_builder``, whose drive gains every solver reads from the model.
 
 Every solver steps the same model from the same initial state, with the same ``dt`` and default options
 (Featherstone: its defaults; MuJoCo: ``use_mujoco_cpu=False`` and the scene's ``nconmax``/``njmax``;
@@ -53,7 +56,7 @@ runs with ``--scenes`` left empty.
 
 Usage::
 
-    python benchmarks/bench_contact.py [--scenes ant humanoid boxes spheres snake] [--worlds 1 64 1024]
+    python benchmarks/bench_contact.py [--scenes ant humanoid boxes spheres snake allegro] [--worlds 1 64 1024]
         [--solvers SAP Featherstone MuJoCo] [--dt 0.01] [--steps 200] [--warmup 0.5] [--fallback-dt 0.002]
         [--sweep-dts 0.002 0.005 0.01 0.02 0.04] [--sweep-scene ant] [--sweep-worlds 1] [--sweep-seconds 2]
         [--no-sweep] [--graph] [--device cpu]
@@ -87,7 +90,7 @@ from common import cpu_name, error_text, run_jobs_in_children  # noqa: E402
 
 import newton_sap  # noqa: E402
 from newton_sap.diagnostics import max_penetration  # noqa: E402
-from newton_sap.examples.scenes import snake_builder  # noqa: E402
+from newton_sap.examples.scenes import allegro_builder, snake_builder  # noqa: E402
 from newton_sap.graphs import StepGraphs  # noqa: E402
 
 GRAVITY = 9.81
@@ -149,6 +152,10 @@ def _add_snake(b: newton.ModelBuilder) -> None:
     b.add_builder(snake_builder())
 
 
+def _add_allegro(b: newton.ModelBuilder) -> None:
+    b.add_builder(allegro_builder())
+
+
 @dataclass(frozen=True)
 class Scene:
     """A benchmark scene: how to build one world, and what to measure on it."""
@@ -193,8 +200,16 @@ SCENES: dict[str, Scene] = {
     "snake": Scene(
         _add_snake, "mean link z (rest 0.03)", "all", mujoco={"nconmax": 400, "njmax": 2400}, sweep_height=(0.02, 0.05)
     ),  # fmt: skip
+    "allegro": Scene(
+        _add_allegro,
+        "cube z (in the hand 0.33-0.36)",
+        "last",
+        mujoco={"nconmax": 64, "njmax": 384},
+        sweep_height=(0.33, 0.36),
+    ),
 }
-"""Scene name -> scene, in the default run order (the sphere pile last of issue 3's scenes, then the snake)."""
+"""Scene name -> scene, in the default run order (the sphere pile last of issue 3's scenes, then the snake and the
+hand)."""
 DEFAULT_SCENES = ("ant", "humanoid", "boxes", "spheres")
 """Issue 3's scenes, run by default."""
 

@@ -148,10 +148,11 @@ class Run:
     """Steps a model with ``SolverSAP`` and Newton's collision pipeline, recording per step; with ``observe``
     (observable kinds) each step fills ``observables`` and keeps its start's ``body_q`` in ``start_body_q``.
     ``per_contact``: ``Contacts`` with per-contact properties, each step's set to these ``(stiffness, damping,
-    friction scale)`` after the collision."""
+    friction scale)`` after the collision. ``control``: the ``newton.Control`` every step reads (None: none)."""
 
-    def __init__(self, model, qd0=None, rigid_contact_max=None, observe=(), per_contact=None, **options):
+    def __init__(self, model, qd0=None, rigid_contact_max=None, observe=(), per_contact=None, control=None, **options):
         self.model = model
+        self.control = control
         self.solver = newton_sap.SolverSAP(model, **options)
         self.pipeline = newton.CollisionPipeline(model, rigid_contact_max=rigid_contact_max)
         self.contacts = self.pipeline.contacts()
@@ -177,7 +178,7 @@ class Run:
                     getattr(self.contacts, f"rigid_contact_{name}").fill_(value)
             if self.observables is not None:
                 self.start_body_q = self.s0.body_q.numpy().copy()
-            self.solver.step(self.s0, self.s1, None, self.contacts, dt, observables=self.observables)
+            self.solver.step(self.s0, self.s1, self.control, self.contacts, dt, observables=self.observables)
             self.s0, self.s1 = self.s1, self.s0
             stats = self.solver.stats
             self.iterations.append(stats.iterations)

@@ -22,6 +22,9 @@ QUADRUPED_STANCE = [0.2, 0.4, -0.6, -0.2, -0.4, 0.6, -0.2, 0.4, -0.6, 0.2, -0.4,
 PANDA_URDF = os.path.join(os.path.dirname(__file__), "assets", "panda.urdf")
 """example-robot-data's Panda URDF without its meshes (see the file's header)."""
 
+ALLEGRO_URDF = os.path.join(os.path.dirname(__file__), "assets", "allegro_right_hand.urdf")
+"""example-robot-data's right Allegro hand URDF without its meshes (see the file's header)."""
+
 
 @dataclass(frozen=True)
 class Scene:
@@ -268,6 +271,62 @@ def _panda_targets(model: newton.Model, t: float) -> np.ndarray:
     return per_world.ravel().astype(np.float32)
 
 
+ALLEGRO_HEIGHT = 0.3
+"""Height [m] of the Allegro hand's base (wrist) frame; its palm faces up, the fingers point along -x."""
+ALLEGRO_POSE = (0.0, 0.3, 0.3, 0.3) * 3 + (1.2, 0.3, 0.3, 0.3)
+"""Joint targets [rad] of the Allegro hand at rest: index, middle and ring fingers (abduction, three flexions), then
+the thumb, curled 0.3 rad at each flexion into a shallow cup."""
+ALLEGRO_CUBE_START = (-0.05, 0.0, ALLEGRO_HEIGHT + 0.07)
+"""Initial centre of the 5 cm cube [m], 2 cm above the curled fingers."""
+ALLEGRO_PALM_TOP = ALLEGRO_HEIGHT + 0.0111
+"""Height [m] of the palm's top face (its URDF box spans -0.0297 to 0.0111 m along the base frame's x)."""
+
+
+def allegro_builder(armature: float = 1e-3) -> newton.ModelBuilder:
+    """One world: the right Allegro hand (:data:`ALLEGRO_URDF`, 16 revolute dofs on a fixed base, links of 10-65 g
+    with inertias down to 1e-6 kg·m², box and sphere colliders) palm up, under PD toward :data:`ALLEGRO_POSE`
+    (Kp 3 N·m/rad, Kd 0.1 N·m·s/rad, ``armature`` [kg·m²] on every joint (the URDF has none), the URDF's 15 N·m
+    effort limits), and a free 5 cm, 100 g cube (μ 1 on every shape) at :data:`ALLEGRO_CUBE_START`. The URDF's joint
+    friction (5-12 N·m) and damping (3-10 N·m·s/rad), tuned for Gazebo, would hold the fingers still against these
+    drives: both are set to zero. Newton balances four links' inertias that violate the triangle inequality (a
+    warning at ``finalize``)."""
+    hand = newton.ModelBuilder()
+    hand.rigid_gap = 0.005
+    hand.default_joint_cfg.armature = armature
+    hand.default_shape_cfg.mu = 1.0
+    palm_up = wp.quat_from_axis_angle(wp.vec3(0.0, 1.0, 0.0), -0.5 * np.pi)  # the palm's normal, base x, to +z
+    hand.add_urdf(ALLEGRO_URDF, xform=wp.transform((0.0, 0.0, ALLEGRO_HEIGHT), palm_up), floating=False,
+                  enable_self_collisions=False)  # fmt: skip
+    dofs = hand.joint_dof_count
+    hand.joint_q[:dofs] = ALLEGRO_POSE
+    hand.joint_target_q[:dofs] = ALLEGRO_POSE
+    hand.joint_target_mode[:dofs] = [int(newton.JointTargetMode.POSITION)] * dofs
+    hand.joint_target_ke[:dofs] = [3.0] * dofs
+    hand.joint_target_kd[:dofs] = [0.1] * dofs
+    hand.joint_friction[:dofs] = [0.0] * dofs
+    hand.joint_damping[:dofs] = [0.0] * dofs
+    cube = hand.add_body(xform=wp.transform(ALLEGRO_CUBE_START, wp.quat_identity()), label="cube")
+    hand.add_shape_box(cube, hx=0.025, hy=0.025, hz=0.025, cfg=newton.ModelBuilder.ShapeConfig(mu=1.0, density=800.0))
+    return hand
+
+
+def allegro_cube(worlds: int, armature: float = 1e-3) -> newton.Model:
+    """:func:`allegro_builder` in ``worlds`` worlds above a ground plane (the cube lands there if it is dropped)."""
+    return _replicate(allegro_builder(armature), worlds)
+
+
+def _allegro_targets(model: newton.Model, t: float) -> np.ndarray:
+    """The rest pose, the index, middle and ring fingers flexing by up to 0.4 rad at each joint in a wave (period 1 s,
+    each finger 0.15 s behind the one before), the thumb still."""
+    pose = np.asarray(ALLEGRO_POSE)
+    for finger in range(3):
+        pose[4 * finger + 1 : 4 * finger + 4] += 0.4 * np.sin(np.pi * (t - 0.15 * finger)) ** 2
+    q = model.joint_q.numpy().copy()
+    per_world = q.reshape(max(model.world_count, 1), -1)
+    per_world[:, :16] = pose
+    return per_world.ravel().astype(np.float32)
+
+
 SCENES: dict[str, Scene] = {
     "double_cartpole": Scene(
         "double pendulum on a cart, chaotic, no contacts (energy drift is the check)",
@@ -291,6 +350,13 @@ SCENES: dict[str, Scene] = {
         targets=_panda_targets,
         traced_body="cube",
         traced_axis=0,
+    ),
+    "allegro_cube": Scene(
+        "Allegro hand, palm up, catches a cube and waves its fingers under it",
+        allegro_cube,
+        seconds=3.0,
+        targets=_allegro_targets,
+        traced_body="cube",
     ),
 }
 """Every scene ``newton-sap run`` knows, by name."""
