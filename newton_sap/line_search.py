@@ -21,14 +21,15 @@ ALPHA_MAX = 1.5
 """Largest line-search step (SAP.md §6)."""
 LINE_SEARCH_MAX_ITERATIONS = 40
 LINE_SEARCH_REL_TOLERANCE = 1.0e-8
-"""Exact line search stops at ``|dℓ/dα| < tol · |dℓ/dα(0)|``..."""
+"""The root of the slope (:func:`slope_root`, both line searches) stops at ``|dℓ/dα| < tol · |dℓ/dα(0)|``..."""
 LINE_SEARCH_ALPHA_TOLERANCE = 1.0e-6
 """... or once its update of α is below this fraction of α: float32 resolves ``dℓ/dα`` only to round-off of
 its terms, which mostly lies far above the first test, and α to about 1e-7."""
 ARMIJO_C = 1.0e-4
 BACKTRACKING_RHO = 0.8
 """Backtracking line search (SAP.md §6): Armijo constant c and shrink factor ρ; the first trial is α = 1/ρ
-(``line_search`` takes the lowest trial of the sequence that Armijo accepts, not the first)."""
+(``line_search`` goes on from the first trial Armijo accepts to the minimum along the line where two trials bracket
+it)."""
 COST_ABS_TOLERANCE = 1.0e-30
 COST_REL_TOLERANCE = 1.0e-7
 """Cost criterion of SAP.md §6 (after a step with α > 0.5): ``|Δℓ| < ε_ac + ε_rc (|ℓ_k+1| + |ℓ_k|) / 2``; it marks
@@ -121,6 +122,55 @@ def constraint_slope(
         slope -= wp.dot(dvc, gamma)
         curvature += wp.dot(dvc, G * dvc)
     return cost, slope, curvature
+
+
+@wp.func
+def secant_root(lo: float, slope_lo: float, hi: float, slope_hi: float):
+    """The root of the line through ``(lo, slope_lo)`` and ``(hi, slope_hi)``, ``slope_lo < 0 < slope_hi``: inside
+    ``(lo, hi)``."""
+    return lo + (hi - lo) * slope_lo / (slope_lo - slope_hi)
+
+
+@wp.func
+def slope_root(
+    lo: float,
+    hi: float,
+    alpha: float,
+    s0: float,
+    s1: float,
+    slope0: float,
+    begin: int,
+    end: int,
+    live_rows: wp.array(dtype=wp.int32),
+    c_kind: wp.array(dtype=wp.int32),
+    c_vc: wp.array(dtype=wp.vec3),
+    c_dvc: wp.array(dtype=wp.vec3),
+    c_vhat: wp.array(dtype=wp.vec3),
+    c_R: wp.array(dtype=wp.vec3),
+    c_param: wp.array(dtype=float),
+):
+    """The root of ``dℓ/dα = s0 + α s1 + (constraint slope)`` in ``[lo, hi]``, where it rises through zero
+    (``dℓ/dα(lo) < 0 < dℓ/dα(hi)``; the exact search takes ``[0, α_max]``), from ``alpha`` inside: Newton's method
+    on the slope kept inside the shrinking bracket (bisection where a step would leave it), to
+    ``|dℓ/dα| ≤ LINE_SEARCH_REL_TOLERANCE |slope0|`` or an update below ``LINE_SEARCH_ALPHA_TOLERANCE`` of α."""
+    for _it in range(LINE_SEARCH_MAX_ITERATIONS):
+        lc, dc, hc = constraint_slope(alpha, begin, end, live_rows, c_kind, c_vc, c_dvc, c_vhat, c_R, c_param)
+        f = s0 + alpha * s1 + dc
+        if wp.abs(f) <= LINE_SEARCH_REL_TOLERANCE * wp.abs(slope0):
+            break
+        if f < 0.0:
+            lo = alpha
+        else:
+            hi = alpha
+        df = s1 + hc
+        next_alpha = alpha - f / df
+        if df <= 0.0 or next_alpha <= lo or next_alpha >= hi:
+            next_alpha = 0.5 * (lo + hi)
+        converged = wp.abs(next_alpha - alpha) <= LINE_SEARCH_ALPHA_TOLERANCE * alpha
+        alpha = next_alpha
+        if converged:
+            break
+    return alpha
 
 
 @wp.func
@@ -244,18 +294,6 @@ def line_dots(
     wp.atomic_add(world_line_out, w, wp.vec3(s0, dv[i] * Adv[i], lA))
 
 
-@wp.func
-def nearer_minimum(cost: float, slope: float, past_cost: float, past_slope: float):
-    """Whether a backtracking trial short of the minimum along the line (``dℓ/dα = slope < 0``) is lower than the
-    longer one past it (``past_slope > 0``): by their costs where float32 resolves their difference
-    (``COST_ROUND_OFF``), else by their slopes (the one with the smaller, nearer the minimum: exact for a quadratic
-    ℓ). The slopes alone chose wrong where a stiff row turns on between the two."""
-    difference = cost - past_cost
-    if wp.abs(difference) > COST_ROUND_OFF * 0.5 * (wp.abs(cost) + wp.abs(past_cost)):
-        return difference < 0.0
-    return -slope < past_slope
-
-
 @wp.kernel
 def line_search(
     # model
@@ -300,19 +338,24 @@ def line_search(
     terms need re-evaluation per trial. Exact: the root of ``dℓ/dα`` on [0, α_max] (α_max if
     ``dℓ/dα(α_max) ≤ 0``) by Newton's method kept inside a shrinking bracket (bisection fallback).
     Backtracking: the trials ``1/ρ, 1, ρ, ρ², …`` (``LINE_SEARCH_MAX_ITERATIONS`` of them) down to the first with
-    Armijo's ``ℓ(α) ≤ ℓ(0) + c α dℓ/dα(0)``; if that one lies past the minimum along the line
-    (``dℓ/dα > 0``), shorter ones while they still do (ℓ convex: each is lower), and the first short of it if it
-    has Armijo's decrease and is the lower (:func:`nearer_minimum`). Where no trial has it, the last where ℓ falls
-    up to it, else the root of dℓ/dα interpolated linearly between 0 and it: the last trial then rose above ℓ(0)
-    and, moving ``v``, cycled with the next Newton step to ``max_iterations``. Taking the
-    first trial with Armijo's decrease, α = 1/ρ near the optimum, shrank the error only fourfold per Newton
-    iteration (the quadratic convergence of Newton's method lost) and, past a kink where a stiff row turns on,
-    overshot into the kink again: 2.5× the exact search's Newton iterations on landing piles, a two-cycle to
-    ``max_iterations`` on a driven tree. A direction that does not descend gets α = 0. Armijo's
-    test is also passed by ``dℓ/dα(α) ≤ c dℓ/dα(0)``, which implies it for a convex ℓ (``ℓ(α) ≤ ℓ(0) + α dℓ/dα(α)``)
-    and which float32 resolves where the cost's change is round-off: the cost test alone then rejected every
-    trial of a stiff drive holding a link on its limit and took the last, shortest one. Also
-    records whether Newton's method stalled: the cost criterion of SAP.md §6, the float32 floors
+    Armijo's ``ℓ(α) ≤ ℓ(0) + c α dℓ/dα(0)`` (none: the shortest); if that one lies past the minimum along the line
+    (``dℓ/dα > 0``), shorter ones while they still do (ℓ convex: each is lower). Where the trial so chosen and its
+    neighbour on the other side of the minimum bracket it (a longer trial past it, the next shorter one or α = 0
+    short of it), the step is the root of dℓ/dα between the two (:func:`slope_root`), lower than both; otherwise
+    the minimum lies at or beyond the trial, which is the step. Trials alone landed short of a stiff row (a hard
+    joint limit, a contact closing) turning on just past the minimum: the next Newton direction, blind to the row,
+    was the same again, and realistic fuzzed worlds of 88 and 106 dofs crept so to ``max_iterations`` at a relative
+    residual of 1 (now 18 and 27 Newton iterations, as the exact search). A lagged world whose minimum lay below
+    the shortest trial took the root of the slope interpolated linearly from there, far off, every iteration (4
+    iterations now, 100 before); before that, the shortest trial itself had risen above ℓ(0) and cycled with the
+    next Newton step to ``max_iterations``. Taking the first trial with Armijo's decrease, α = 1/ρ near the
+    optimum, shrank the error only fourfold per Newton iteration (the quadratic convergence of Newton's method
+    lost) and, past a kink where a stiff row turns on, overshot into the kink again: 2.5× the exact search's Newton
+    iterations on landing piles, a two-cycle to ``max_iterations`` on a driven tree. A direction that does not
+    descend gets α = 0. Armijo's test is also passed by ``dℓ/dα(α) ≤ c dℓ/dα(0)``, which implies it for a convex
+    ℓ (``ℓ(α) ≤ ℓ(0) + α dℓ/dα(α)``) and which float32 resolves where the cost's change is round-off: the cost test
+    alone then rejected every trial of a stiff drive holding a link on its limit and took the last, shortest one.
+    Also records whether Newton's method stalled: the cost criterion of SAP.md §6, the float32 floors
     (``COST_ROUND_OFF``, ``STEP_ROUND_OFF``) or no descent (α = 0). The trials run over the world's live rows
     and the slopes at the ends come from :func:`line_rows`."""
     w = wp.tid()
@@ -339,32 +382,16 @@ def line_search(
             if s0 + ALPHA_MAX * s1 + dc_max <= 0.0:
                 alpha = float(ALPHA_MAX)
             else:
-                lo = float(0.0)
-                hi = float(ALPHA_MAX)
-                alpha = float(1.0)
-                for _it in range(LINE_SEARCH_MAX_ITERATIONS):
-                    lc, dc, hc = constraint_slope(
-                        alpha, begin, end, live_rows, c_kind, c_vc, c_dvc, c_vhat, c_R, c_param
-                    )
-                    f = s0 + alpha * s1 + dc
-                    if wp.abs(f) <= LINE_SEARCH_REL_TOLERANCE * wp.abs(slope0):
-                        break
-                    if f < 0.0:
-                        lo = alpha
-                    else:
-                        hi = alpha
-                    df = s1 + hc
-                    next_alpha = alpha - f / df
-                    if df <= 0.0 or next_alpha <= lo or next_alpha >= hi:
-                        next_alpha = 0.5 * (lo + hi)
-                    converged = wp.abs(next_alpha - alpha) <= LINE_SEARCH_ALPHA_TOLERANCE * alpha
-                    alpha = next_alpha
-                    if converged:
-                        break
+                alpha = slope_root(0.0, ALPHA_MAX, 1.0, s0, s1, slope0, begin, end, live_rows, c_kind, c_vc, c_dvc,
+                                   c_vhat, c_R, c_param)  # fmt: skip
         else:
             trial = 1.0 / BACKTRACKING_RHO
-            past_slope = float(0.0)  # > 0 once an accepted trial lies past the minimum along the line
-            past_cost = float(0.0)  # that trial's cost
+            past = int(0)  # 1 once an accepted trial lies past the minimum along the line (dℓ/dα > 0)
+            rising = float(0.0)  # the shortest trial so far past the minimum, and its dℓ/dα; 0: none
+            rising_slope = float(0.0)
+            falling = float(0.0)  # the first trial short of the minimum after accepted ones past it; 0: α = 0
+            falling_slope = float(slope0)
+            alpha_slope = float(0.0)  # dℓ/dα at the chosen trial
             for _it in range(LINE_SEARCH_MAX_ITERATIONS):
                 lc, dc, hc = constraint_slope(trial, begin, end, live_rows, c_kind, c_vc, c_dvc, c_vhat, c_R, c_param)
                 slope = s0 + trial * s1 + dc
@@ -372,29 +399,42 @@ def line_search(
                 armijo = slope <= ARMIJO_C * slope0  # Armijo's decrease, certified by the slope (see above)
                 if not armijo:
                     armijo = cost <= cost0 + ARMIJO_C * trial * slope0
-                if past_slope > 0.0:  # shorter trials after an accepted one past the minimum
+                if past == 1:  # shorter trials after an accepted one past the minimum
                     if slope < 0.0:
-                        if armijo and nearer_minimum(cost, slope, past_cost, past_slope):
-                            alpha = trial  # short of the minimum, but lower
+                        falling = trial
+                        falling_slope = slope
                         break
                     alpha = trial  # still past it: ℓ rises on [trial, alpha], so trial is lower
-                    past_slope = slope
-                    past_cost = cost
+                    alpha_slope = slope
                     if slope == 0.0:
                         break
                 elif armijo:
                     alpha = trial
+                    alpha_slope = slope
                     if slope <= 0.0:
-                        break  # the minimum lies at or beyond: no shorter trial is lower
-                    past_slope = slope
-                    past_cost = cost
+                        break  # the minimum lies at or beyond
+                    past = 1
                 elif _it == LINE_SEARCH_MAX_ITERATIONS - 1:
-                    # no sufficient decrease in any trial: the last, shortest one where ℓ still falls up to it, else
-                    # the root of the slope interpolated between 0 and it (the minimum lies below the shortest trial)
-                    alpha = trial
-                    if slope > 0.0:
-                        alpha = trial * slope0 / (slope0 - slope)
+                    alpha = trial  # no sufficient decrease in any trial: from the shortest
+                    alpha_slope = slope
+                if slope > 0.0:
+                    rising = trial
+                    rising_slope = slope
                 trial *= BACKTRACKING_RHO
+            # the minimum between the chosen trial and its neighbour on the other side of it, lower than both
+            lo = float(0.0)
+            hi = float(0.0)
+            if alpha_slope < 0.0 and rising > alpha:
+                lo = alpha
+                hi = rising
+                alpha = secant_root(lo, alpha_slope, hi, rising_slope)
+            elif alpha_slope > 0.0:
+                lo = falling
+                hi = alpha
+                alpha = secant_root(lo, falling_slope, hi, alpha_slope)
+            if hi > 0.0:
+                alpha = slope_root(lo, hi, alpha, s0, s1, slope0, begin, end, live_rows, c_kind, c_vc, c_dvc, c_vhat,
+                                   c_R, c_param)  # fmt: skip
     lc1, dc1, hc1 = constraint_slope(alpha, begin, end, live_rows, c_kind, c_vc, c_dvc, c_vhat, c_R, c_param)
     cost1 = lA0 + alpha * s0 + 0.5 * alpha * alpha * s1 + lc1
     moved = step_moves(w, alpha, world_tree_start, tree_dof_start, tree_dof_count, A_inv_diag, v, dv)

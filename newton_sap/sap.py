@@ -776,7 +776,7 @@ as before, all converged, their largest relative residuals 1.1e-4 (pile; 1.9e-3 
 1.9e-4 (ant; 3.9e-3). 1e-4 costs 20 % more iterations on the pile (up to 68 in a step).
 Both line searches: backtracking that took its first trial α = 1/ρ wherever Armijo accepted it converged only
 linearly near the optimum, so that the check held landing piles to ``max_iterations`` in 3.5 % of their world-steps;
-since it takes the lowest trial of its sequence it converges as the exact search does."""
+since it lands on the minimum between the trials that bracket it, it converges as the exact search does."""
 
 
 CUT_STEP_ALPHA = 0.5

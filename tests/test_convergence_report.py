@@ -362,8 +362,7 @@ def test_worlds_near_optimality_stop_predicting_stiction():
 
 
 def test_backtracking_converges_on_the_dropped_humanoid():
-    """Armijo backtracking on a landing humanoid: where no trial decreases the cost enough along a descent
-    direction, the last (shortest) trial is taken and Newton's method goes on; every step converges."""
+    """Armijo backtracking on a landing humanoid: every step converges."""
     run = Run(humanoid(), line_search="backtracking")
     run.step(0.01, 100)
     assert np.concatenate(run.converged).all()
