@@ -1,11 +1,13 @@
-"""A dexterous hand: the right Allegro hand of example-robot-data (16 revolute dofs, links of 10-65 g with inertias
-down to 1e-6 kg·m²) under PD, with a free 100 g cube (``examples.scenes.allegro_builder``). Light links against a
-heavier object and stiff contacts make ill-conditioned Newton systems, the case float32 solves find hardest."""
+"""A dexterous hand: the right Allegro hand of example-robot-data (16 revolute dofs, links of 10-65 g with principal
+inertias down to 6.5e-7 kg·m²) under PD, with a free 100 g cube (``examples.scenes.allegro_builder``). Light links
+against a heavier object and stiff contacts make ill-conditioned Newton systems, the case float32 solves find
+hardest."""
 
 import numpy as np
 import pytest
 from sap_reference import solve_sap_problem
 
+from newton_sap.constraints.dispatch import CONTACT
 from newton_sap.examples.scenes import ALLEGRO_PALM_TOP, SCENES, allegro_cube
 
 from contact_scenes import Run
@@ -44,10 +46,10 @@ def test_the_hand_catches_the_cube_and_keeps_it():
 
 @pytest.mark.parametrize("armature", [1e-3, 0.0], ids=["armature", "urdf-inertias-alone"])
 def test_random_finger_targets_solve_to_the_float64_optimum(armature):
-    """Random joint targets within the limits, new every 0.1 s (a policy at its first updates): the cube is knocked
-    about, off the hand and onto the ground. Every SAP problem of a snapshot every 10 steps, solved in float32 on the
-    default path, converges to the float64 solve of the same problem within 1e-4 of its largest velocity; also without
-    armature, where the fingertips' joints see inertias of 1e-6 kg·m²."""
+    """Random joint targets within the limits, new every 0.1 s (a policy at its first updates), knock the cube about.
+    Every SAP problem of a snapshot every 10 steps (drives, limits and the contacts of the cube with the hand and the
+    ground), solved in float32 on the default path, converges to the float64 solve of the same problem within 1e-4 of
+    its largest velocity; also without armature, where the distal finger joints see about 2e-5 kg·m²."""
     worlds, dt = 4, 0.01
     model = allegro_cube(worlds, armature)
     run = Run(model, control=model.control())
@@ -55,7 +57,7 @@ def test_random_finger_targets_solve_to_the_float64_optimum(armature):
     upper = model.joint_limit_upper.numpy().reshape(worlds, -1)[:, :16]
     targets = model.joint_q.numpy().reshape(worlds, -1).copy()
     rng = np.random.default_rng(0)
-    checked = 0
+    with_contacts = 0
     for k in range(40):
         if k % 10 == 0:
             targets[:, :16] = lower + (upper - lower) * rng.random((worlds, 16))
@@ -64,12 +66,10 @@ def test_random_finger_targets_solve_to_the_float64_optimum(armature):
             run.pipeline.collide(run.s0, run.contacts)
             snap = run.solver.snapshot(run.s0, control=run.control, dt=dt, contacts=run.contacts)
             for w in range(worlds):
-                if len(snap.constraint_kind[w]) == 0:
-                    continue
+                with_contacts += int(np.any(snap.constraint_kind[w] == CONTACT))
                 assert bool(run.solver.stats.converged[w]), f"step {k}, world {w}"
                 v_ref = solve_sap_problem(snap, w, max_iterations=200)
                 error = np.abs(snap.velocity[w] - v_ref).max() / np.abs(v_ref).max()
                 assert error < 1e-4, f"step {k}, world {w}: {error:.1e}"
-                checked += 1
         run.step(dt)
-    assert checked >= 12  # most snapshots have contacts or limits
+    assert with_contacts >= 12  # most of the 16 problems have contacts

@@ -272,24 +272,25 @@ def _panda_targets(model: newton.Model, t: float) -> np.ndarray:
 
 
 ALLEGRO_HEIGHT = 0.3
-"""Height [m] of the Allegro hand's base (wrist) frame; its palm faces up, the fingers point along -x."""
+"""Height [m] of the Allegro hand's base frame, at the palm's finger end (the palm reaches 9.5 cm along +x to the
+wrist); the palm faces up, the fingers point along -x."""
 ALLEGRO_POSE = (0.0, 0.3, 0.3, 0.3) * 3 + (1.2, 0.3, 0.3, 0.3)
 """Joint targets [rad] of the Allegro hand at rest: index, middle and ring fingers (abduction, three flexions), then
 the thumb, curled 0.3 rad at each flexion into a shallow cup."""
 ALLEGRO_CUBE_START = (-0.05, 0.0, ALLEGRO_HEIGHT + 0.07)
-"""Initial centre of the 5 cm cube [m], 2 cm above the curled fingers."""
+"""Initial centre of the 5 cm cube [m], about 2 cm above the curled fingers."""
 ALLEGRO_PALM_TOP = ALLEGRO_HEIGHT + 0.0111
 """Height [m] of the palm's top face (its URDF box spans -0.0297 to 0.0111 m along the base frame's x)."""
 
 
 def allegro_builder(armature: float = 1e-3) -> newton.ModelBuilder:
     """One world: the right Allegro hand (:data:`ALLEGRO_URDF`, 16 revolute dofs on a fixed base, links of 10-65 g
-    with inertias down to 1e-6 kg·m², box and sphere colliders) palm up, under PD toward :data:`ALLEGRO_POSE`
-    (Kp 3 N·m/rad, Kd 0.1 N·m·s/rad, ``armature`` [kg·m²] on every joint (the URDF has none), the URDF's 15 N·m
-    effort limits), and a free 5 cm, 100 g cube (μ 1 on every shape) at :data:`ALLEGRO_CUBE_START`. The URDF's joint
-    friction (5-12 N·m) and damping (3-10 N·m·s/rad), tuned for Gazebo, would hold the fingers still against these
-    drives: both are set to zero. Newton balances four links' inertias that violate the triangle inequality (a
-    warning at ``finalize``)."""
+    with principal inertias down to 6.5e-7 kg·m², box and sphere colliders) palm up, under PD toward
+    :data:`ALLEGRO_POSE` (Kp 3 N·m/rad, Kd 0.1 N·m·s/rad, ``armature`` [kg·m²] on every joint (the URDF has none),
+    the URDF's 15 N·m effort limits), and a free 5 cm, 100 g cube (μ 1 on every shape) at
+    :data:`ALLEGRO_CUBE_START`. The URDF's joint friction (5-12 N·m) and damping (3-10 N·m·s/rad), tuned for Gazebo,
+    would hold the fingers still against these drives: both are set to zero. Newton balances four links' inertias
+    that violate the triangle inequality (a warning at ``finalize``)."""
     hand = newton.ModelBuilder()
     hand.rigid_gap = 0.005
     hand.default_joint_cfg.armature = armature
@@ -297,9 +298,9 @@ def allegro_builder(armature: float = 1e-3) -> newton.ModelBuilder:
     palm_up = wp.quat_from_axis_angle(wp.vec3(0.0, 1.0, 0.0), -0.5 * np.pi)  # the palm's normal, base x, to +z
     hand.add_urdf(ALLEGRO_URDF, xform=wp.transform((0.0, 0.0, ALLEGRO_HEIGHT), palm_up), floating=False,
                   enable_self_collisions=False)  # fmt: skip
-    dofs = hand.joint_dof_count
-    hand.joint_q[:dofs] = ALLEGRO_POSE
-    hand.joint_target_q[:dofs] = ALLEGRO_POSE
+    coords, dofs = hand.joint_coord_count, hand.joint_dof_count  # equal: revolute and fixed joints
+    hand.joint_q[:coords] = ALLEGRO_POSE
+    hand.joint_target_q[:coords] = ALLEGRO_POSE
     hand.joint_target_mode[:dofs] = [int(newton.JointTargetMode.POSITION)] * dofs
     hand.joint_target_ke[:dofs] = [3.0] * dofs
     hand.joint_target_kd[:dofs] = [0.1] * dofs
