@@ -127,7 +127,7 @@ def constraint_slope(
 @wp.func
 def secant_root(lo: float, slope_lo: float, hi: float, slope_hi: float):
     """The root of the line through ``(lo, slope_lo)`` and ``(hi, slope_hi)``, ``slope_lo < 0 < slope_hi``: inside
-    ``(lo, hi)``."""
+    ``[lo, hi]`` up to round-off (:func:`slope_root`, started there, keeps to its bracket)."""
     return lo + (hi - lo) * slope_lo / (slope_lo - slope_hi)
 
 
@@ -339,25 +339,25 @@ def line_search(
     ``dℓ/dα(α_max) ≤ 0``) by Newton's method kept inside a shrinking bracket (bisection fallback).
     Backtracking: the trials ``1/ρ, 1, ρ, ρ², …`` (``LINE_SEARCH_MAX_ITERATIONS`` of them) down to the first with
     Armijo's ``ℓ(α) ≤ ℓ(0) + c α dℓ/dα(0)`` (none: the shortest); if that one lies past the minimum along the line
-    (``dℓ/dα > 0``), shorter ones while they still do (ℓ convex: each is lower). Where the trial so chosen and its
-    neighbour on the other side of the minimum bracket it (a longer trial past it, the next shorter one or α = 0
-    short of it), the step is the root of dℓ/dα between the two (:func:`slope_root`), lower than both; otherwise
-    the minimum lies at or beyond the trial, which is the step. Trials alone landed short of a stiff row (a hard
-    joint limit, a contact closing) turning on just past the minimum: the next Newton direction, blind to the row,
-    was the same again, and realistic fuzzed worlds of 88 and 106 dofs crept so to ``max_iterations`` at a relative
-    residual of 1 (now 18 and 27 Newton iterations, as the exact search). A lagged world whose minimum lay below
-    the shortest trial took the root of the slope interpolated linearly from there, far off, every iteration (4
-    iterations now, 100 before); before that, the shortest trial itself had risen above ℓ(0) and cycled with the
-    next Newton step to ``max_iterations``. Taking the first trial with Armijo's decrease, α = 1/ρ near the
-    optimum, shrank the error only fourfold per Newton iteration (the quadratic convergence of Newton's method
-    lost) and, past a kink where a stiff row turns on, overshot into the kink again: 2.5× the exact search's Newton
-    iterations on landing piles, a two-cycle to ``max_iterations`` on a driven tree. A direction that does not
-    descend gets α = 0. Armijo's test is also passed by ``dℓ/dα(α) ≤ c dℓ/dα(0)``, which implies it for a convex
-    ℓ (``ℓ(α) ≤ ℓ(0) + α dℓ/dα(α)``) and which float32 resolves where the cost's change is round-off: the cost test
-    alone then rejected every trial of a stiff drive holding a link on its limit and took the last, shortest one.
-    Also records whether Newton's method stalled: the cost criterion of SAP.md §6, the float32 floors
-    (``COST_ROUND_OFF``, ``STEP_ROUND_OFF``) or no descent (α = 0). The trials run over the world's live rows
-    and the slopes at the ends come from :func:`line_rows`."""
+    (``dℓ/dα > 0``), shorter ones while they still do (ℓ convex: each is lower). Where the trial so chosen and a
+    trial on the other side of the minimum bracket it (short of it: the shortest longer trial past it; past it: the
+    next shorter trial, or α = 0), the step is the root of dℓ/dα between the two (:func:`slope_root`), lower than
+    both; otherwise the minimum lies at or beyond the trial, which is the step. Trials alone landed short of a
+    stiff row (a hard joint limit, a contact closing) turning on just past the minimum: the next Newton direction,
+    blind to the row, was the same again, and realistic fuzzed worlds of 88 and 106 dofs crept so to
+    ``max_iterations`` at a relative residual of 1 (now 18 and 27 Newton iterations, as the exact search). A lagged
+    world whose minimum lay below the shortest trial took the root of the slope interpolated linearly from there,
+    far off, every iteration (4 iterations now, 100 before); before that, the shortest trial itself had risen above
+    ℓ(0) and cycled with the next Newton step to ``max_iterations``. Taking the first trial with Armijo's decrease,
+    α = 1/ρ near the optimum, shrank the error only fourfold per Newton iteration (the quadratic convergence of
+    Newton's method lost) and, past a kink where a stiff row turns on, overshot into the kink again: 2.5× the exact
+    search's Newton iterations on landing piles, a two-cycle to ``max_iterations`` on a driven tree. A direction
+    that does not descend gets α = 0. Armijo's test is also passed by ``dℓ/dα(α) ≤ c dℓ/dα(0)``, which implies it
+    for a convex ℓ (``ℓ(α) ≤ ℓ(0) + α dℓ/dα(α)``) and which float32 resolves where the cost's change is round-off:
+    the cost test alone then rejected every trial of a stiff drive holding a link on its limit and took the last,
+    shortest one. Also records whether Newton's method stalled: the cost criterion of SAP.md §6, the float32 floors
+    (``COST_ROUND_OFF``, ``STEP_ROUND_OFF``) or no descent (α = 0). The trials run over the world's live rows and
+    the slopes at the ends come from :func:`line_rows`."""
     w = wp.tid()
     if world_active[w] == 0:
         return
