@@ -64,7 +64,10 @@ NO_DESCENT = 2
 or a broken direction; ``check_convergence`` tells them apart by the residual."""
 NOT_MOVED = 3
 """``world_cost_stalled`` value of a world whose step left every velocity as it was (``STEP_ROUND_OFF``): the
-next direction would be the same."""
+next direction would be the same. Not where the step crossed a row's kink (:func:`curvature_switched`): a row
+without curvature in the direction's Hessian that turns stiff within round-off of the start (a hard limit at its
+kink) cuts the step to round-off, and the next Newton direction, with the row's curvature, differs (harsh fuzz case
+100101: ended not converged 4-8 % off with backtracking, now converged within 3e-6)."""
 INEXACT_STALL = 4
 """``world_cost_stalled`` value that ``check_convergence`` gives a world whose CG direction, not solved to
 ``pcg.CG_TIGHTEST_TOLERANCE``, did not descend or did not move while some tree is not yet near its own optimum
@@ -122,6 +125,31 @@ def constraint_slope(
         slope -= wp.dot(dvc, gamma)
         curvature += wp.dot(dvc, G * dvc)
     return cost, slope, curvature
+
+
+@wp.func
+def curvature_switched(
+    alpha: float,
+    begin: int,
+    end: int,
+    live_rows: wp.array(dtype=wp.int32),
+    c_kind: wp.array(dtype=wp.int32),
+    c_vc: wp.array(dtype=wp.vec3),
+    c_dvc: wp.array(dtype=wp.vec3),
+    c_vhat: wp.array(dtype=wp.vec3),
+    c_R: wp.array(dtype=wp.vec3),
+    c_param: wp.array(dtype=float),
+    c_G: wp.array(dtype=wp.mat33),
+):
+    """Whether a row among ``live_rows[begin:end]`` has a Hessian at ``v_c + α Δv_c`` that is zero where the
+    direction's Hessian ``c_G`` had curvature, or the other way round: the step crossed the row's kink (a limit or
+    contact turning on or off), so the next Newton direction differs even if no velocity moved measurably."""
+    for k in range(begin, end):
+        c = live_rows[k]
+        _gamma, G, _cost = constraint_impulse(c_kind[c], c_vc[c] + alpha * c_dvc[c], c_vhat[c], c_R[c], c_param[c])
+        if (wp.ddot(G, G) > 0.0) != (wp.ddot(c_G[c], c_G[c]) > 0.0):
+            return True
+    return False
 
 
 @wp.func
@@ -318,6 +346,7 @@ def line_search(
     c_vhat: wp.array(dtype=wp.vec3),
     c_R: wp.array(dtype=wp.vec3),
     c_param: wp.array(dtype=float),
+    c_G: wp.array(dtype=wp.mat33),
     A_inv_diag: wp.array(dtype=float),
     dv: wp.array(dtype=float),
     # outputs (v and Ae are read and updated; Adv is read and zeroed for the next product; world_cost is read,
@@ -454,7 +483,8 @@ def line_search(
     elif alpha == 0.0:
         stalled = int(NO_DESCENT)
     elif not moved:
-        stalled = int(NOT_MOVED)
+        if not curvature_switched(alpha, begin, end, live_rows, c_kind, c_vc, c_dvc, c_vhat, c_R, c_param, c_G):
+            stalled = int(NOT_MOVED)
     elif world_forcing[w] <= PRECISE_FORCING:  # a precise Newton direction
         if -slope0 <= COST_ROUND_OFF * scale:
             stalled = int(COST_FLAT)  # even a full Newton step changes the cost by round-off only

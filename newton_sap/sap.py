@@ -1822,7 +1822,7 @@ class SapSolver:
                     int(o.line_search == "exact"), self.world_active, self.world_predicted,
                     self.world_slope, self.world_forcing, self.world_line, self.world_row_slopes,
                     self.world_constraint_start, self.world_live_count, self.live_rows, self.c_kind, self.c_vc,
-                    self.c_dvc, self.c_vhat, self.c_R, self.c_param, self.A_inv_diag, self.dv],
+                    self.c_dvc, self.c_vhat, self.c_R, self.c_param, self.c_G, self.A_inv_diag, self.dv],
             outputs=[self.Adv, self.v, self.Ae, self.world_cost, self.world_norms, self.world_cost_stalled,
                      self.world_alpha, self.world_plain_newton],
             device=dev,
