@@ -17,7 +17,7 @@ Each Newton iteration (all worlds at once; a converged world stops):
 2. ``gradient`` and ``check_convergence``: ``‖D ∇ℓ‖ ≤ ε_a + ε_r max(‖D A v‖, ‖D Jᵀγ‖)`` with
    ``D = diag(A)^-½``, in the world and in each of its trees, or the float32 floor: the last line search found
    no descent or no move, or a flat cost while the residual no longer falls fourfold (``FLOOR_PROGRESS``) and
-   every tree is near its own optimum (``TREE_FLOOR``).
+   every tree is near its own optimum (``TREE_FLOOR``) or the worst has stopped converging (``FLOOR_PATIENCE``).
 3. ``hessian_assembly`` (worlds still iterating): ``H = A + Jᵀ G J``; ``Δv = −H⁻¹ ∇ℓ`` by a dense tile
    Cholesky per world size, by the tree-block sparse Cholesky in larger worlds (``block_cholesky.py``,
    up to ``block_cholesky_max_dofs``), or by block-preconditioned CG above (``pcg.py``, or ``pcg_parallel.py``
@@ -779,6 +779,18 @@ linearly near the optimum, so that the check held landing piles to ``max_iterati
 since it lands on the minimum between the trials that bracket it, it converges as the exact search does."""
 
 
+FLOOR_PATIENCE = 10
+"""Checks in a row with a flat cost, a residual not falling fast and the worst tree's excess over ``TREE_FLOOR`` not
+falling by ``FLOOR_PROGRESS`` after which a world stops at its float32 floor although that tree is not within
+``TREE_FLOOR`` (:func:`floor_reached`). A light tree coupled by stiff rows to trees 100-1000 times faster has its own
+floor there: the round-off of their velocities, through the rows' Hessians, in its impulses. Realistic fuzzed worlds
+of 101 and 128 dofs (velocities up to 1e3 m/s, a free body at 2e-3 of its own scale) reached their floor in 11-20
+Newton iterations and iterated on it to ``max_iterations``; the joint limits and parked contacts that their answers
+crossed were joined only then, with no iterations left, and they ended not converged 50-72 % off the float64 solve.
+A light tree still converging drops its excess 4-fold within a few iterations (Newton's method), and a residual
+hovers across a kink for a few iterations only."""
+
+
 CUT_STEP_ALPHA = 0.5
 """A world whose last step moved nothing (``NOT_MOVED``) stops at the float32 floor, but converged only if that step
 was not cut below this α or every tree is within ``TREE_FLOOR`` of its own optimum. A full step that moves
@@ -815,7 +827,41 @@ def impulse_size(
 
 
 @wp.func
-def trees_within(
+def tree_excess(
+    t: int,
+    abs_tolerance: float,
+    rel_tolerance: float,
+    round_off: float,
+    momentum_mode: int,
+    dt: float,
+    tree_dof_start: wp.array(dtype=wp.int32),
+    tree_dof_count: wp.array(dtype=wp.int32),
+    A_inv_diag: wp.array(dtype=float),
+    Ae: wp.array(dtype=float),
+    Av0: wp.array(dtype=float),
+    tau: wp.array(dtype=float),
+    jtg: wp.array(dtype=wp.vec2),
+):
+    """Tree t's ``‖D∇ℓ‖_t`` (its dofs' share of :func:`gradient`'s norms) over what the test allows it,
+    ``max(ε_a + ε_r max(‖D A v‖_t, ‖D Jᵀγ‖_t), round_off · ‖D Σ_c |J_cᵀγ_c|‖_t)`` (:data:`IMPULSE_ROUND_OFF`):
+    at most 1 where the tree passes (0 for a zero residual, infinite for a positive one that nothing allows)."""
+    norms = wp.vec3(0.0)
+    for i in range(tree_dof_start[t], tree_dof_start[t] + tree_dof_count[t]):
+        g, Av = gradient_and_momentum(i, momentum_mode, dt, Ae, Av0, tau, jtg)
+        norms += norm_terms(A_inv_diag[i], g, Av, jtg[i][0])
+    residual = wp.sqrt(norms[0])
+    allowed = abs_tolerance + rel_tolerance * wp.sqrt(wp.max(norms[1], norms[2]))
+    if round_off > 0.0:
+        allowed = wp.max(allowed, round_off * impulse_size(t, t + 1, tree_dof_start, tree_dof_count, A_inv_diag, jtg))
+    if residual == 0.0:
+        return float(0.0)
+    if allowed == 0.0:
+        return wp.inf
+    return residual / allowed
+
+
+@wp.func
+def worst_tree_excess(
     w: int,
     abs_tolerance: float,
     rel_tolerance: float,
@@ -831,20 +877,47 @@ def trees_within(
     tau: wp.array(dtype=float),
     jtg: wp.array(dtype=wp.vec2),
 ):
-    """Whether every tree of world w has ``‖D∇ℓ‖_t ≤ ε_a + ε_r max(‖D A v‖_t, ‖D Jᵀγ‖_t)`` (its dofs' share of
-    :func:`gradient`'s norms) or ``‖D∇ℓ‖_t ≤ round_off · ‖D Σ_c |J_cᵀγ_c|‖_t`` (:data:`IMPULSE_ROUND_OFF`)."""
+    """The largest :func:`tree_excess` over the trees of world w: at most 1 where every tree passes the test."""
+    worst = float(0.0)
     for t in range(world_tree_start[w], world_tree_start[w + 1]):
-        norms = wp.vec3(0.0)
-        for i in range(tree_dof_start[t], tree_dof_start[t] + tree_dof_count[t]):
-            g, Av = gradient_and_momentum(i, momentum_mode, dt, Ae, Av0, tau, jtg)
-            norms += norm_terms(A_inv_diag[i], g, Av, jtg[i][0])
-        residual = wp.sqrt(norms[0])
-        if residual > abs_tolerance + rel_tolerance * wp.sqrt(wp.max(norms[1], norms[2])):
-            if round_off == 0.0:
-                return False
-            if residual > round_off * impulse_size(t, t + 1, tree_dof_start, tree_dof_count, A_inv_diag, jtg):
-                return False
-    return True
+        worst = wp.max(worst, tree_excess(t, abs_tolerance, rel_tolerance, round_off, momentum_mode, dt,
+                                          tree_dof_start, tree_dof_count, A_inv_diag, Ae, Av0, tau, jtg))  # fmt: skip
+    return worst
+
+
+@wp.func
+def floor_reached(
+    w: int,
+    momentum_mode: int,
+    dt: float,
+    world_tree_start: wp.array(dtype=wp.int32),
+    tree_dof_start: wp.array(dtype=wp.int32),
+    tree_dof_count: wp.array(dtype=wp.int32),
+    A_inv_diag: wp.array(dtype=float),
+    Ae: wp.array(dtype=float),
+    Av0: wp.array(dtype=float),
+    tau: wp.array(dtype=float),
+    jtg: wp.array(dtype=wp.vec2),
+    world_floor_checks: wp.array(dtype=wp.int32),
+    world_floor_excess: wp.array(dtype=float),
+):
+    """At a check with a flat cost and a residual not falling fast: whether world w is at its float32 floor. Yes
+    where every tree is within ``TREE_FLOOR`` of its own optimum (:func:`worst_tree_excess` at most 1), or where the
+    worst tree's excess over that has not fallen by ``FLOOR_PROGRESS`` in ``FLOOR_PATIENCE`` such
+    checks in a row: that tree is at its own floor, set by the round-off of the faster trees it touches (see
+    :data:`FLOOR_PATIENCE`). ``world_floor_checks`` counts the checks since the excess last fell so (0: no streak
+    yet; ``check_convergence`` ends a streak at a check that is not flat and slow), ``world_floor_excess`` holds
+    the excess at its start."""
+    excess = worst_tree_excess(w, 0.0, TREE_FLOOR, IMPULSE_ROUND_OFF, momentum_mode, dt, world_tree_start,
+                               tree_dof_start, tree_dof_count, A_inv_diag, Ae, Av0, tau, jtg)  # fmt: skip
+    if excess <= 1.0:
+        return True
+    checks = world_floor_checks[w]
+    if checks == 0 or excess < FLOOR_PROGRESS * world_floor_excess[w]:
+        world_floor_excess[w] = excess  # a streak starts, or the worst tree is still converging
+        checks = 0
+    world_floor_checks[w] = checks + 1
+    return checks + 1 > FLOOR_PATIENCE
 
 
 @wp.kernel
@@ -871,6 +944,8 @@ def check_convergence(
     world_iteration_offset: wp.array(dtype=wp.int32),
     # outputs (read and updated)
     world_cost_stalled: wp.array(dtype=wp.int32),
+    world_floor_checks: wp.array(dtype=wp.int32),
+    world_floor_excess: wp.array(dtype=float),
     world_active: wp.array(dtype=wp.int32),
     world_iterations: wp.array(dtype=wp.int32),
     world_residual: wp.array(dtype=float),
@@ -885,9 +960,10 @@ def check_convergence(
     world_row_slopes_out: wp.array(dtype=wp.vec2),
 ):
     """Stop a world at optimality (the world's criterion and, where it holds, every tree's at its own scale,
-    ``trees_within``: the world's norms are dominated by its heaviest or fastest trees), when Newton's method
+    ``worst_tree_excess``: the world's norms are dominated by its heaviest or fastest trees), when Newton's method
     stalled at the float32 floor (``line_search``: no descent, no move, or a flat cost while the residual no longer
-    falls fast, ``FLOOR_PROGRESS``, and every tree is near its own optimum, ``TREE_FLOOR``), or after
+    falls fast, ``FLOOR_PROGRESS``, and every tree is near its own optimum, ``TREE_FLOOR``, or the worst one has
+    stopped converging too, ``FLOOR_PATIENCE``: :func:`floor_reached`), or after
     ``max_iterations`` (not converged). A world without descent or without a move while its residual is above
     ``NO_DESCENT_RELATIVE_RESIDUAL`` of ``max(‖D A v‖, ‖D Jᵀγ‖)`` stops not converged; one with a flat cost that far
     out goes on (no float32 floor). So does a world whose CG direction, not solved to ``CG_TIGHTEST_TOLERANCE``,
@@ -920,22 +996,24 @@ def check_convergence(
     stalled = world_cost_stalled[w]
     no_move = stalled == NO_DESCENT or stalled == NOT_MOVED  # the next direction is the same
     flat_and_slow = stalled == COST_FLAT and residual > FLOOR_PROGRESS * previous
+    if not flat_and_slow:
+        world_floor_checks[w] = 0  # a new streak of flat-cost checks starts at the next one
     if not wp.isfinite(residual):
         world_active[w] = 0
         world_converged[w] = 0
-    elif residual <= abs_tolerance + rel_tolerance * scale and trees_within(
+    elif residual <= abs_tolerance + rel_tolerance * scale and worst_tree_excess(
         w, abs_tolerance, rel_tolerance, 0.0, momentum_mode, dt, world_tree_start, tree_dof_start, tree_dof_count,
         A_inv_diag, Ae, Av0, tau, jtg,
-    ):  # fmt: skip
+    ) <= 1.0:  # fmt: skip
         world_active[w] = 0
     elif (
         no_move
         and world_forcing[w] > CG_TIGHTEST_TOLERANCE
         and iteration < max_iterations
-        and not trees_within(
+        and worst_tree_excess(
             w, 0.0, TREE_FLOOR, IMPULSE_ROUND_OFF, momentum_mode, dt, world_tree_start, tree_dof_start,
             tree_dof_count, A_inv_diag, Ae, Av0, tau, jtg,
-        )
+        ) > 1.0
     ):  # fmt: skip
         world_cost_stalled[w] = INEXACT_STALL  # a loose direction stalled short of the floor: a precise one next
     elif (
@@ -956,15 +1034,15 @@ def check_convergence(
         if (
             stalled == NOT_MOVED
             and world_alpha[w] < CUT_STEP_ALPHA
-            and not trees_within(
+            and worst_tree_excess(
                 w, 0.0, TREE_FLOOR, IMPULSE_ROUND_OFF, momentum_mode, dt, world_tree_start, tree_dof_start,
                 tree_dof_count, A_inv_diag, Ae, Av0, tau, jtg,
-            )
+            ) > 1.0
         ):  # fmt: skip
             world_converged[w] = 0  # a step cut to round-off short of some tree's floor: a direction float32 lost
-    elif flat_and_slow and trees_within(
-        w, 0.0, TREE_FLOOR, IMPULSE_ROUND_OFF, momentum_mode, dt, world_tree_start, tree_dof_start, tree_dof_count,
-        A_inv_diag, Ae, Av0, tau, jtg,
+    elif flat_and_slow and floor_reached(
+        w, momentum_mode, dt, world_tree_start, tree_dof_start, tree_dof_count, A_inv_diag, Ae, Av0, tau, jtg,
+        world_floor_checks, world_floor_excess,
     ):  # fmt: skip
         world_active[w] = 0  # a flat cost and no fast progress either: the float32 floor
     elif iteration >= max_iterations:
@@ -1246,13 +1324,14 @@ class SapSolver:
         self.P_rows, self.P_factor = (zeros(nnz if self.pcg_sparse_trees is not None else 1) for _ in range(2))
         self.P_shift = zeros(ndof if self.pcg_sparse_trees is not None else 1)
         int_names = ("world_active", "world_iterations", "world_converged", "world_cost_stalled", "world_cg_iterations")
-        for name in (*int_names, "world_predicted", "world_plain_newton"):
+        for name in (*int_names, "world_predicted", "world_plain_newton", "world_floor_checks"):
             setattr(self, name, zeros(nw, wp.int32))
         # world_forcing: CG's forcing term η of the last Newton direction (0 in dense worlds: exact directions; the
         # relative residual CG reached when it stopped short of η);
         # world_model_forcing: the same of the stiction-model directions (not needed after the solve)
+        # world_floor_checks, world_floor_excess: the float32-floor streak of check_convergence (floor_reached)
         for name in ("world_residual", "world_cost", "world_alpha", "world_slope", "world_forcing",
-                     "world_model_forcing"):  # fmt: skip
+                     "world_model_forcing", "world_floor_excess"):  # fmt: skip
             setattr(self, name, zeros(nw))
         self.world_norms = zeros(nw, wp.vec3)
         self.any_active = zeros(1, wp.int32)  # some world still iterates (the loop's device condition)
@@ -1782,8 +1861,9 @@ class SapSolver:
                     self.Ae, self.Av0, tau, self.jtg, self.iteration_count, o.max_iterations, o.abs_tolerance,
                     o.rel_tolerance, self.world_norms, self.world_forcing, self.world_alpha,
                     self.world_iteration_offset],
-            outputs=[self.world_cost_stalled, self.world_active, self.world_iterations, self.world_residual,
-                     self.world_converged, self.any_active, self.world_plain_newton, self.world_predicted,
+            outputs=[self.world_cost_stalled, self.world_floor_checks, self.world_floor_excess, self.world_active,
+                     self.world_iterations, self.world_residual, self.world_converged, self.any_active,
+                     self.world_plain_newton, self.world_predicted,
                      self.world_slope, self.world_line, self.world_live_count, self.world_row_slopes],
             device=dev,
         )  # fmt: skip

@@ -51,7 +51,7 @@ def test_iterations_and_convergence_over_the_scenes(capsys):
 
 
 def test_stall_exits_stop_at_the_float32_floor_only():
-    """``check_convergence`` on eight worlds after a line search (scale 10: the tolerance 1e-6 · 10 = 1e-5):
+    """``check_convergence`` on seventeen worlds after a line search (scale 10: the tolerance 1e-6 · 10 = 1e-5):
     optimal; a flat cost with a residual no longer falling fast (stop, converged); a flat cost while the residual
     fell 100-fold in the last iteration (Newton's method still converging quadratically: go on); no descent at
     round-off level; no descent far from optimal (a broken direction); a flat cost far from optimal (no float32
@@ -67,32 +67,39 @@ def test_stall_exits_stop_at_the_float32_floor_only():
     more moved nothing with an exact direction while the residual tree is 1e-2 off its optimum: after a full step
     (Newton's verdict that it is at round-off: converged) and after a step cut to α = 1e-4 (a direction float32
     lost: not converged, ``CUT_STEP_ALPHA``); the same after a CG direction solved to 7.7e-4, short of CG's tightest
-    tolerance, goes on (``INEXACT_STALL``; a CG world 2e-5 off was reported not converged so)."""
+    tolerance, goes on (``INEXACT_STALL``; a CG world 2e-5 off was reported not converged so). Last, the streak of
+    flat and slow checks whose worst tree (200 times its ``TREE_FLOOR``) no longer converges (``FLOOR_PATIENCE``):
+    one check short of it (go on), at it (stop, converged: that tree's float32 floor; realistic fuzzed worlds
+    iterated there to ``max_iterations``), and at it after the excess fell from 1000 (a new streak: go on). A check
+    that is not flat and slow ends a streak."""
     from newton_sap.line_search import COST_FLAT, INEXACT_STALL, NO_DESCENT, NOT_MOVED
-    from newton_sap.sap import check_convergence
+    from newton_sap.sap import FLOOR_PATIENCE, check_convergence
 
-    scale, loose = 10.0, 0.05
-    cases = [  # (‖D∇ℓ‖, the last check's, stall, the residual tree's A v, CG forcing, α) -> (iterating, converged,
-        # stall)
-        (1e-7, 1e-3, 0, scale, 0.0, 1.0, 0, 1, 0),
-        (1e-3, 2e-3, COST_FLAT, scale, 0.0, 1.0, 0, 1, COST_FLAT),
-        (1e-3, 1e-1, COST_FLAT, scale, 0.0, 1.0, 1, 1, COST_FLAT),
-        (1e-4, 1e-4, NO_DESCENT, scale, 0.0, 0.0, 0, 1, NO_DESCENT),
-        (5.0, 5.0, NO_DESCENT, scale, 0.0, 0.0, 0, 0, NO_DESCENT),
-        (2.0, 2.1, COST_FLAT, scale, 0.0, 1.0, 1, 1, COST_FLAT),
-        (1e-4, 1e-4, NOT_MOVED, scale, 0.0, 1e-4, 0, 1, NOT_MOVED),
-        (1e-3, 2e-3, COST_FLAT, 1e-3, 0.0, 1.0, 1, 1, COST_FLAT),
-        (1e-4, 1e-4, NOT_MOVED, scale, loose, 1e-4, 0, 1, NOT_MOVED),
-        (0.5, 0.5, NOT_MOVED, scale, loose, 1e-4, 1, 1, INEXACT_STALL),
-        (5.0, 5.0, NO_DESCENT, scale, loose, 0.0, 1, 1, INEXACT_STALL),
-        (0.1, 0.1, NOT_MOVED, scale, 0.0, 1.0, 0, 1, NOT_MOVED),
-        (0.1, 0.1, NOT_MOVED, scale, 0.0, 1e-4, 0, 0, NOT_MOVED),
-        (0.1, 0.1, NOT_MOVED, scale, 7.7e-4, 1e-4, 1, 1, INEXACT_STALL),
+    scale, loose, patience = 10.0, 0.05, FLOOR_PATIENCE
+    cases = [  # (‖D∇ℓ‖, the last check's, stall, the residual tree's A v, CG forcing, α, streak checks, its excess)
+        # -> (iterating, converged, stall, streak checks)
+        (1e-7, 1e-3, 0, scale, 0.0, 1.0, 0, 0.0, 0, 1, 0, 0),
+        (1e-3, 2e-3, COST_FLAT, scale, 0.0, 1.0, 0, 0.0, 0, 1, COST_FLAT, 0),
+        (1e-3, 1e-1, COST_FLAT, scale, 0.0, 1.0, 3, 200.0, 1, 1, COST_FLAT, 0),
+        (1e-4, 1e-4, NO_DESCENT, scale, 0.0, 0.0, 0, 0.0, 0, 1, NO_DESCENT, 0),
+        (5.0, 5.0, NO_DESCENT, scale, 0.0, 0.0, 0, 0.0, 0, 0, NO_DESCENT, 0),
+        (2.0, 2.1, COST_FLAT, scale, 0.0, 1.0, 0, 0.0, 1, 1, COST_FLAT, 1),
+        (1e-4, 1e-4, NOT_MOVED, scale, 0.0, 1e-4, 0, 0.0, 0, 1, NOT_MOVED, 0),
+        (1e-3, 2e-3, COST_FLAT, 1e-3, 0.0, 1.0, 0, 0.0, 1, 1, COST_FLAT, 1),
+        (1e-4, 1e-4, NOT_MOVED, scale, loose, 1e-4, 0, 0.0, 0, 1, NOT_MOVED, 0),
+        (0.5, 0.5, NOT_MOVED, scale, loose, 1e-4, 0, 0.0, 1, 1, INEXACT_STALL, 0),
+        (5.0, 5.0, NO_DESCENT, scale, loose, 0.0, 0, 0.0, 1, 1, INEXACT_STALL, 0),
+        (0.1, 0.1, NOT_MOVED, scale, 0.0, 1.0, 0, 0.0, 0, 1, NOT_MOVED, 0),
+        (0.1, 0.1, NOT_MOVED, scale, 0.0, 1e-4, 0, 0.0, 0, 0, NOT_MOVED, 0),
+        (0.1, 0.1, NOT_MOVED, scale, 7.7e-4, 1e-4, 0, 0.0, 1, 1, INEXACT_STALL, 0),
+        (2.0, 2.1, COST_FLAT, scale, 0.0, 1.0, patience - 1, 200.0, 1, 1, COST_FLAT, patience),
+        (2.0, 2.1, COST_FLAT, scale, 0.0, 1.0, patience, 200.0, 0, 1, COST_FLAT, patience + 1),
+        (2.0, 2.1, COST_FLAT, scale, 0.0, 1.0, patience, 1000.0, 1, 1, COST_FLAT, 1),
     ]
     n = len(cases)
-    residuals, previous, stalls, tree_Av, forcing, alpha, active_after, converged_after, stalls_after = (
-        list(column) for column in zip(*cases, strict=True)
-    )
+    columns = [list(column) for column in zip(*cases, strict=True)]
+    residuals, previous, stalls, tree_Av, forcing, alpha, checks, excess = columns[:8]
+    active_after, converged_after, stalls_after, checks_after = columns[8:]
 
     def cpu(values, dtype=float):
         return wp.array(values, dtype=dtype, device="cpu")
@@ -105,6 +112,7 @@ def test_stall_exits_stop_at_the_float32_floor_only():
     dofs = [cpu(np.ones(2 * n)), cpu(Ae), cpu(Av0), cpu(np.zeros(2 * n)), cpu(jtg, wp.vec2)]
     norms = wp.array([wp.vec3(r * r, scale * scale, 1.0) for r in residuals], dtype=wp.vec3, device="cpu")
     stalled = wp.array(stalls, dtype=wp.int32, device="cpu")
+    floor_checks, floor_excess = cpu(checks, wp.int32), cpu(excess)
     active, converged = wp.ones(n, dtype=wp.int32, device="cpu"), wp.ones(n, dtype=wp.int32, device="cpu")
     iterations = wp.zeros(n, dtype=wp.int32, device="cpu")
     residual = wp.array(previous, dtype=float, device="cpu")
@@ -118,11 +126,13 @@ def test_stall_exits_stop_at_the_float32_floor_only():
     momentum = 1
     wp.launch(check_convergence, dim=n,
               inputs=[*trees, momentum, 0.01, *dofs, count, 100, 0.0, 1e-6, norms, cpu(forcing), cpu(alpha), offset],
-              outputs=[stalled, active, iterations, residual, converged, any_active, plain_newton, *next_sums],
+              outputs=[stalled, floor_checks, floor_excess, active, iterations, residual, converged, any_active,
+                       plain_newton, *next_sums],
               device="cpu")  # fmt: skip
     assert active.numpy().tolist() == active_after and any_active.numpy()[0] == 1
     assert converged.numpy().tolist() == converged_after
     assert stalled.numpy().tolist() == stalls_after
+    assert floor_checks.numpy().tolist() == checks_after
     assert np.allclose(residual.numpy(), residuals) and iterations.numpy().tolist() == [3] * n
     assert not any(np.any(array.numpy()) for array in next_sums)
 
@@ -351,7 +361,8 @@ def test_worlds_near_optimality_stop_predicting_stiction():
                       wp.array([1], dtype=wp.int32, device="cpu"), 100, 0.0, 1e-6, norms,
                       wp.zeros(n, dtype=float, device="cpu"), wp.zeros(n, dtype=float, device="cpu"),
                       wp.zeros(n, dtype=wp.int32, device="cpu")],
-              outputs=[wp.zeros(n, dtype=wp.int32, device="cpu"), active, wp.zeros(n, dtype=wp.int32, device="cpu"),
+              outputs=[wp.zeros(n, dtype=wp.int32, device="cpu"), wp.zeros(n, dtype=wp.int32, device="cpu"),
+                       wp.zeros(n, dtype=float, device="cpu"), active, wp.zeros(n, dtype=wp.int32, device="cpu"),
                        wp.zeros(n, dtype=float, device="cpu"),
                        wp.ones(n, dtype=wp.int32, device="cpu"), any_active, plain_newton,
                        *(wp.zeros(n, dtype=dtype, device="cpu") for dtype in (wp.int32, float, wp.vec3, wp.int32,
