@@ -64,7 +64,8 @@ NO_DESCENT = 2
 or a broken direction; ``check_convergence`` tells them apart by the residual."""
 NOT_MOVED = 3
 """``world_cost_stalled`` value of a world whose step left every velocity as it was (``STEP_ROUND_OFF``): the
-next direction would be the same. Not where the step crossed a row's kink (:func:`curvature_switched`): a row
+next direction would be the same. Not where the step crossed a row's kink onto its stiff side
+(:func:`curvature_gained`): a row
 without curvature in the direction's Hessian that turns stiff within round-off of the start (a hard limit at its
 kink) cuts the step to round-off, and the next Newton direction, with the row's curvature, differs (harsh fuzz case
 100101: ended not converged 4-8 % off with backtracking, now converged within 3e-6)."""
@@ -128,7 +129,7 @@ def constraint_slope(
 
 
 @wp.func
-def curvature_switched(
+def curvature_gained(
     alpha: float,
     begin: int,
     end: int,
@@ -141,14 +142,20 @@ def curvature_switched(
     c_param: wp.array(dtype=float),
     c_G: wp.array(dtype=wp.mat33),
 ):
-    """Whether a row among ``live_rows[begin:end]`` has a Hessian at ``v_c + α Δv_c`` that is zero where the
-    direction's Hessian ``c_G`` had curvature, or the other way round: the step crossed the row's kink (a limit or
-    contact turning on or off), so the next Newton direction differs even if no velocity moved measurably."""
+    """Whether a row among ``live_rows[begin:end]`` has curvature at ``v_c + α Δv_c`` along a component where the
+    direction's Hessian ``c_G`` had none: a diagonal entry of G that is zero in ``c_G`` and positive there (G is
+    positive semidefinite, so a zero diagonal entry is a zero row). The step crossed that row's kink onto its stiff
+    side (a limit or contact turning on, a lagged contact's normal beside its friction), so the next Newton
+    direction, with that curvature, differs even if no velocity moved measurably. A row turning off is not counted:
+    at the float32 floor a row on its kink can turn off and on by round-off, and a step back to the stiff side
+    is counted once, after which the direction has its curvature."""
     for k in range(begin, end):
         c = live_rows[k]
         _gamma, G, _cost = constraint_impulse(c_kind[c], c_vc[c] + alpha * c_dvc[c], c_vhat[c], c_R[c], c_param[c])
-        if (wp.ddot(G, G) > 0.0) != (wp.ddot(c_G[c], c_G[c]) > 0.0):
-            return True
+        G_model = c_G[c]
+        for i in range(3):
+            if G[i, i] > 0.0 and G_model[i, i] == 0.0:
+                return True
     return False
 
 
@@ -483,7 +490,7 @@ def line_search(
     elif alpha == 0.0:
         stalled = int(NO_DESCENT)
     elif not moved:
-        if not curvature_switched(alpha, begin, end, live_rows, c_kind, c_vc, c_dvc, c_vhat, c_R, c_param, c_G):
+        if not curvature_gained(alpha, begin, end, live_rows, c_kind, c_vc, c_dvc, c_vhat, c_R, c_param, c_G):
             stalled = int(NOT_MOVED)
     elif world_forcing[w] <= PRECISE_FORCING:  # a precise Newton direction
         if -slope0 <= COST_ROUND_OFF * scale:

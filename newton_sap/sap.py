@@ -788,7 +788,16 @@ of 101 and 128 dofs (velocities up to 1e3 m/s, a free body at 2e-3 of its own sc
 Newton iterations and iterated on it to ``max_iterations``; the joint limits and parked contacts that their answers
 crossed were joined only then, with no iterations left, and they ended not converged 50-72 % off the float64 solve.
 A light tree still converging drops its excess 4-fold within a few iterations (Newton's method), and a residual
-hovers across a kink for a few iterations only."""
+hovers across a kink for a few iterations only. Those worlds stopped at excesses of 1.1-4.8 and world relative
+residuals of 1e-5 to 2e-4."""
+
+
+FLOOR_MAX_EXCESS = 10.0
+"""A world stopped by ``FLOOR_PATIENCE`` is converged only if its worst tree's excess over ``TREE_FLOOR`` is at most
+this: that tree within 1e-2 of its own scale, the most that float32 floors were measured to leave
+(``NO_DESCENT_RELATIVE_RESIDUAL``). Farther out it stops not converged: a flat cost there is no float32 floor (the
+1 g boxes on 1000 kg ones that ``TREE_FLOOR`` keeps going were 0.1-0.3 off their own scale), and the stop leaves the
+rest of ``max_iterations`` to a retry that joins rows."""
 
 
 CUT_STEP_ALPHA = 0.5
@@ -900,14 +909,17 @@ def floor_reached(
     jtg: wp.array(dtype=wp.vec2),
     world_floor_checks: wp.array(dtype=wp.int32),
     world_floor_excess: wp.array(dtype=float),
+    world_converged: wp.array(dtype=wp.int32),
 ):
-    """At a check with a flat cost and a residual not falling fast: whether world w is at its float32 floor. Yes
+    """At a check with a flat cost and a residual not falling fast: whether world w stops at its float32 floor. Yes
     where every tree is within ``TREE_FLOOR`` of its own optimum (:func:`worst_tree_excess` at most 1), or where the
-    worst tree's excess over that has not fallen by ``FLOOR_PROGRESS`` in ``FLOOR_PATIENCE`` such
-    checks in a row: that tree is at its own floor, set by the round-off of the faster trees it touches (see
-    :data:`FLOOR_PATIENCE`). ``world_floor_checks`` counts the checks since the excess last fell so (0: no streak
-    yet; ``check_convergence`` ends a streak at a check that is not flat and slow), ``world_floor_excess`` holds
-    the excess at its start."""
+    worst tree's excess over that has not fallen by ``FLOOR_PROGRESS`` in ``FLOOR_PATIENCE`` such checks in a row:
+    that tree is at its own floor, set by the round-off of the faster trees it touches (see
+    :data:`FLOOR_PATIENCE`); converged only if that excess is at most ``FLOOR_MAX_EXCESS``, else marked not
+    converged in ``world_converged`` (a flat cost that far out is no float32 floor; a retry that joins rows starts
+    it again). ``world_floor_checks`` counts the checks since the excess last fell so (0: no streak yet;
+    ``check_convergence`` ends a streak at a check that is not flat and slow, and the first check of a step or a
+    retry is not), ``world_floor_excess`` holds the excess at its start."""
     excess = worst_tree_excess(w, 0.0, TREE_FLOOR, IMPULSE_ROUND_OFF, momentum_mode, dt, world_tree_start,
                                tree_dof_start, tree_dof_count, A_inv_diag, Ae, Av0, tau, jtg)  # fmt: skip
     if excess <= 1.0:
@@ -917,7 +929,11 @@ def floor_reached(
         world_floor_excess[w] = excess  # a streak starts, or the worst tree is still converging
         checks = 0
     world_floor_checks[w] = checks + 1
-    return checks + 1 > FLOOR_PATIENCE
+    if checks + 1 <= FLOOR_PATIENCE:
+        return False
+    if not excess <= FLOOR_MAX_EXCESS:  # (an infinite or NaN excess too)
+        world_converged[w] = 0
+    return True
 
 
 @wp.kernel
@@ -966,7 +982,8 @@ def check_convergence(
     stopped converging too, ``FLOOR_PATIENCE``: :func:`floor_reached`), or after
     ``max_iterations`` (not converged). A world without descent or without a move while its residual is above
     ``NO_DESCENT_RELATIVE_RESIDUAL`` of ``max(‖D A v‖, ‖D Jᵀγ‖)`` stops not converged; one with a flat cost that far
-    out goes on (no float32 floor). So does a world whose CG direction, not solved to ``CG_TIGHTEST_TOLERANCE``,
+    out goes on (no float32 floor) until its worst tree stops converging, and then stops not converged
+    (``FLOOR_MAX_EXCESS``). So does a world whose CG direction, not solved to ``CG_TIGHTEST_TOLERANCE``,
     found no descent or no move while some tree is not within ``TREE_FLOOR`` of its optimum: it is marked
     ``INEXACT_STALL`` and solves its next direction to that tolerance. A world whose step was cut below
     ``CUT_STEP_ALPHA`` and moved nothing stops not converged unless every tree is within ``TREE_FLOOR``. NaN residuals
@@ -1042,7 +1059,7 @@ def check_convergence(
             world_converged[w] = 0  # a step cut to round-off short of some tree's floor: a direction float32 lost
     elif flat_and_slow and floor_reached(
         w, momentum_mode, dt, world_tree_start, tree_dof_start, tree_dof_count, A_inv_diag, Ae, Av0, tau, jtg,
-        world_floor_checks, world_floor_excess,
+        world_floor_checks, world_floor_excess, world_converged,
     ):  # fmt: skip
         world_active[w] = 0  # a flat cost and no fast progress either: the float32 floor
     elif iteration >= max_iterations:

@@ -51,7 +51,7 @@ def test_iterations_and_convergence_over_the_scenes(capsys):
 
 
 def test_stall_exits_stop_at_the_float32_floor_only():
-    """``check_convergence`` on seventeen worlds after a line search (scale 10: the tolerance 1e-6 · 10 = 1e-5):
+    """``check_convergence`` on eighteen worlds after a line search (scale 10: the tolerance 1e-6 · 10 = 1e-5):
     optimal; a flat cost with a residual no longer falling fast (stop, converged); a flat cost while the residual
     fell 100-fold in the last iteration (Newton's method still converging quadratically: go on); no descent at
     round-off level; no descent far from optimal (a broken direction); a flat cost far from optimal (no float32
@@ -68,10 +68,11 @@ def test_stall_exits_stop_at_the_float32_floor_only():
     (Newton's verdict that it is at round-off: converged) and after a step cut to α = 1e-4 (a direction float32
     lost: not converged, ``CUT_STEP_ALPHA``); the same after a CG direction solved to 7.7e-4, short of CG's tightest
     tolerance, goes on (``INEXACT_STALL``; a CG world 2e-5 off was reported not converged so). Last, the streak of
-    flat and slow checks whose worst tree (200 times its ``TREE_FLOOR``) no longer converges (``FLOOR_PATIENCE``):
-    one check short of it (go on), at it (stop, converged: that tree's float32 floor; realistic fuzzed worlds
-    iterated there to ``max_iterations``), and at it after the excess fell from 1000 (a new streak: go on). A check
-    that is not flat and slow ends a streak."""
+    flat and slow checks whose worst tree no longer converges (``FLOOR_PATIENCE``): one check short of it (go on);
+    at it with the tree 5 times its ``TREE_FLOOR`` off (stop, converged: that tree's float32 floor; realistic fuzzed
+    worlds iterated there to ``max_iterations``) and 200 times (stop, not converged: a flat cost 20 % off is no
+    floor, ``FLOOR_MAX_EXCESS``); at it after the excess fell from 1000 to 200 (a new streak: go on). A check that is
+    not flat and slow ends a streak."""
     from newton_sap.line_search import COST_FLAT, INEXACT_STALL, NO_DESCENT, NOT_MOVED
     from newton_sap.sap import FLOOR_PATIENCE, check_convergence
 
@@ -93,7 +94,8 @@ def test_stall_exits_stop_at_the_float32_floor_only():
         (0.1, 0.1, NOT_MOVED, scale, 0.0, 1e-4, 0, 0.0, 0, 0, NOT_MOVED, 0),
         (0.1, 0.1, NOT_MOVED, scale, 7.7e-4, 1e-4, 0, 0.0, 1, 1, INEXACT_STALL, 0),
         (2.0, 2.1, COST_FLAT, scale, 0.0, 1.0, patience - 1, 200.0, 1, 1, COST_FLAT, patience),
-        (2.0, 2.1, COST_FLAT, scale, 0.0, 1.0, patience, 200.0, 0, 1, COST_FLAT, patience + 1),
+        (0.05, 0.06, COST_FLAT, scale, 0.0, 1.0, patience, 5.0, 0, 1, COST_FLAT, patience + 1),
+        (2.0, 2.1, COST_FLAT, scale, 0.0, 1.0, patience, 200.0, 0, 0, COST_FLAT, patience + 1),
         (2.0, 2.1, COST_FLAT, scale, 0.0, 1.0, patience, 1000.0, 1, 1, COST_FLAT, 1),
     ]
     n = len(cases)
@@ -133,6 +135,8 @@ def test_stall_exits_stop_at_the_float32_floor_only():
     assert converged.numpy().tolist() == converged_after
     assert stalled.numpy().tolist() == stalls_after
     assert floor_checks.numpy().tolist() == checks_after
+    streak_starts = [k for k in range(n) if checks_after[k] == 1]  # the excess recorded there: the worst tree's
+    assert floor_excess.numpy()[streak_starts] == pytest.approx([200.0, 1000.0, 200.0], rel=1e-5)
     assert np.allclose(residual.numpy(), residuals) and iterations.numpy().tolist() == [3] * n
     assert not any(np.any(array.numpy()) for array in next_sums)
 

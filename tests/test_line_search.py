@@ -137,40 +137,54 @@ def test_backtracking_converges_as_fast_as_the_exact_search_at_limits():
     assert iterations[1] <= 1.1 * iterations[0]
 
 
-def step_length_on_a_line(s0, s1, limit_rows, line_search_kind, model_step=False, plain_newton=0, model_G=None):
+def step_length_on_a_line(
+    s0, s1, limit_rows, line_search_kind, model_step=False, plain_newton=0, model_G=None, lagged_rows=()
+):
     """α of ``line_search.line_search`` on the line of one world (one tree, one dof of unit mass, ``v = 1``)
-    ``ℓ(α) = α s0 + ½ α² s1 + Σ ½ R y₊²`` with ``y = (v̂ − v_c − α Δv_c) / R`` over joint-limit rows
-    ``(v_c, Δv_c, v̂, R)``, its stall flag and its ``world_plain_newton`` after the search (before it
-    ``plain_newton``; ``model_step``: the direction is a descending stiction-model one). ``model_G``: the rows'
-    Hessians in the direction's model (default: ``1/R`` where ``y > 0`` at α = 0, else 0)."""
-    from newton_sap.constraints.dispatch import JOINT_LIMIT
+    ``ℓ(α) = α s0 + ½ α² s1 + Σ ℓ_c(v_c + α Δv_c)`` over joint-limit rows ``(v_c, Δv_c, v̂, R)`` (``ℓ_c = ½ R y₊²``,
+    ``y = (v̂ − v_c) / R``) and lagged contacts ``(v_c, Δv_c, v̂, R, F)`` (3-vectors, friction bound F [N·s]), its
+    stall flag and its ``world_plain_newton`` after the search (before it ``plain_newton``; ``model_step``: the
+    direction is a descending stiction-model one). ``model_G``: the rows' Hessians (3×3) in the direction's model
+    (default: at α = 0). Impulses, Hessians and costs from ``sap_reference``."""
+    from sap_reference import constraint_impulse
+
+    from newton_sap.constraints.dispatch import CONTACT_LAGGED, JOINT_LIMIT
     from newton_sap.line_search import ALPHA_MAX, line_search
 
     def cpu(values, dtype):
         return wp.array(values, dtype=dtype, device="cpu")
 
-    def impulse(row, alpha):
-        vc, dvc, v_hat, R = row
-        return max((v_hat - vc - alpha * dvc) / R, 0.0)
+    rows = [(int(JOINT_LIMIT), np.array([vc, 0.0, 0.0]), np.array([dvc, 0.0, 0.0]), np.array([v_hat, 0.0, 0.0]),
+             np.array([R, 1.0, 1.0]), 0.0) for vc, dvc, v_hat, R in limit_rows]  # fmt: skip
+    rows += [(int(CONTACT_LAGGED), *(np.asarray(x, float) for x in row[:4]), row[4]) for row in lagged_rows]
 
-    m = len(limit_rows)
-    slopes = [sum(-row[1] * impulse(row, alpha) for row in limit_rows) for alpha in (0.0, ALPHA_MAX)]
-    cost = sum(0.5 * row[3] * impulse(row, 0.0) ** 2 for row in limit_rows)
+    def impulse(row, alpha):
+        kind, vc, dvc, v_hat, R, parameter = row
+        return constraint_impulse(kind, vc + alpha * dvc, v_hat, R, parameter)
+
+    def cost(row):  # ℓ_c at α = 0: ½ γᵀ R γ but for a sliding friction's F ‖s‖ − ½ R_t F²
+        kind, vc, _dvc, v_hat, R, bound = row
+        gamma = impulse(row, 0.0)[0]
+        y_t = (v_hat[:2] - vc[:2]) / R[:2]
+        if kind == int(CONTACT_LAGGED) and np.linalg.norm(y_t) > bound:
+            return 0.5 * R[2] * gamma[2] ** 2 + bound * np.linalg.norm(vc[:2] - v_hat[:2]) - 0.5 * R[0] * bound**2
+        return 0.5 * gamma @ (R * gamma)
+
+    m = len(rows)
+    slopes = [sum(-row[2] @ impulse(row, alpha)[0] for row in rows) for alpha in (0.0, ALPHA_MAX)]
     alpha, stalled, plain_newton = cpu([0.0], float), cpu([0], wp.int32), cpu([plain_newton], wp.int32)
-    rows = [cpu([(r[k], 0.0, 0.0) for r in limit_rows], wp.vec3) for k in range(3)]  # v_c, Δv_c, v̂
-    compliance = cpu([(r[3], 1.0, 1.0) for r in limit_rows], wp.vec3)
+    row_arrays = [cpu([row[k] for row in rows], wp.vec3) for k in (1, 2, 3, 4)]  # v_c, Δv_c, v̂, R
     if model_G is None:
-        model_G = [1.0 / row[3] if impulse(row, 0.0) > 0.0 else 0.0 for row in limit_rows]
-    hessians = cpu([np.diag([g, 0.0, 0.0]) for g in model_G], wp.mat33)
+        model_G = [impulse(row, 0.0)[1] for row in rows]
     wp.launch(line_search, dim=1, device="cpu",
               inputs=[cpu([0, 1], wp.int32), cpu([0, 1], wp.int32), cpu([0], wp.int32), cpu([1], wp.int32),
                       int(line_search_kind == "exact"), cpu([1], wp.int32), cpu([int(model_step)], wp.int32),
                       cpu([-1.0 if model_step else 0.0], float), cpu([0.0], float), cpu([(s0, s1, 0.0)], wp.vec3),
                       cpu([slopes], wp.vec2),
                       cpu([0], wp.int32), cpu([m], wp.int32), cpu(np.arange(m), wp.int32),
-                      cpu([int(JOINT_LIMIT)] * m, wp.int32), *rows, compliance, cpu(np.zeros(m), float), hessians,
-                      cpu([1.0], float), cpu([1.0], float)],
-              outputs=[cpu([0.0], float), cpu([1.0], float), cpu([0.0], float), cpu([cost], float),
+                      cpu([row[0] for row in rows], wp.int32), *row_arrays, cpu([row[5] for row in rows], float),
+                      cpu(np.reshape(model_G, (m, 3, 3)), wp.mat33), cpu([1.0], float), cpu([1.0], float)],
+              outputs=[cpu([0.0], float), cpu([1.0], float), cpu([0.0], float), cpu([sum(map(cost, rows))], float),
                        cpu([wp.vec3()], wp.vec3), stalled, alpha, plain_newton])  # fmt: skip
     return float(alpha.numpy()[0]), int(stalled.numpy()[0]), int(plain_newton.numpy()[0])
 
@@ -224,16 +238,26 @@ def test_backtracking_goes_on_from_its_armijo_trial_to_the_minimum_past_it():
 @pytest.mark.parametrize("line_search_kind", ["exact", "backtracking"])
 def test_a_step_cut_to_round_off_where_a_row_turns_on_is_no_stall(line_search_kind):
     """A hard limit (R = 1e-7) at its kink, without curvature in the direction's Hessian, which pushes into it: the
-    minimum along the line lies at α = 1e-7, a step that moves no velocity beyond round-off. The step crosses the
-    row's kink, so the next Newton direction, with the row's curvature, differs: no stall (flagged ``NOT_MOVED``,
-    such a world ended not converged 4-8 % off the float64 solve, harsh fuzz case 100101). Where the direction's
-    Hessian had that curvature, the next direction would be the same: ``NOT_MOVED``."""
+    minimum along the line lies at α = 1e-7, a step that moves no velocity beyond round-off. The step takes the row
+    onto its stiff side, so the next Newton direction, with its curvature, differs: no stall (flagged ``NOT_MOVED``,
+    such a world ended not converged 4-8 % off the float64 solve, harsh fuzz case 100101). The same for a sliding
+    lagged contact at its normal kink (its friction block has curvature either way). Where the direction's Hessian
+    had that curvature, the next direction would be the same: ``NOT_MOVED``; so too where a round-off step takes an
+    active limit off (at the float32 floor a row on its kink can go off and on by round-off: counted, both would keep
+    a world from ever stalling)."""
     from newton_sap.line_search import NOT_MOVED
 
     rows = [(0.0, -1.0, 0.0, 1e-7)]  # v_c = v̂ = 0: the row turns on for every α > 0
-    alpha, stalled, _ = step_length_on_a_line(-1.0, 1.0, rows, line_search_kind, model_G=[0.0])
+    alpha, stalled, _ = step_length_on_a_line(-1.0, 1.0, rows, line_search_kind, model_G=[np.zeros((3, 3))])
     assert alpha == pytest.approx(1.0 / (1.0 + 1e7), rel=1e-4) and stalled == 0
-    assert step_length_on_a_line(-1.0, 1.0, rows, line_search_kind, model_G=[1e7])[1] == NOT_MOVED
+    stiff = [np.diag([1e7, 0.0, 0.0])]
+    assert step_length_on_a_line(-1.0, 1.0, rows, line_search_kind, model_G=stiff)[1] == NOT_MOVED
+    lagged = [((1.0, 0.0, 0.0), (0.0, 0.0, -1.0), (0.0, 0.0, 0.0), (1e-3, 1e-3, 1e-7), 1.0)]  # sliding, F = 1 N·s
+    alpha, stalled, _ = step_length_on_a_line(-1.0, 1.0, [], line_search_kind, lagged_rows=lagged)
+    assert alpha == pytest.approx(1.0 / (1.0 + 1e7), rel=1e-4) and stalled == 0
+    going_off = [(-1e-9, 1.0, 0.0, 1.0)]  # active by 1e-9 at α = 0, off past α = 1e-9
+    alpha, stalled, _ = step_length_on_a_line(-1e-8, 1.0, going_off, line_search_kind)
+    assert alpha == pytest.approx(1e-8, rel=1e-3) and stalled == NOT_MOVED
 
 
 @pytest.mark.parametrize("line_search_kind", ["exact", "backtracking"])
