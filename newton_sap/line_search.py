@@ -65,10 +65,10 @@ or a broken direction; ``check_convergence`` tells them apart by the residual.""
 NOT_MOVED = 3
 """``world_cost_stalled`` value of a world whose step left every velocity as it was (``STEP_ROUND_OFF``): the
 next direction would be the same. Not where the step crossed a row's kink onto its stiff side
-(:func:`curvature_gained`): a row
-without curvature in the direction's Hessian that turns stiff within round-off of the start (a hard limit at its
-kink) cuts the step to round-off, and the next Newton direction, with the row's curvature, differs (harsh fuzz case
-100101: ended not converged 4-8 % off with backtracking, now converged within 3e-6)."""
+(:func:`curvature_gained`): a row without curvature in the direction's Hessian that turns stiff within round-off of
+the start (a hard limit at its kink) cuts the step to round-off, and the next Newton direction, with the row's
+curvature, differs (harsh fuzz case 100101: ended not converged 4-8 % off with backtracking, now converged within
+3e-6)."""
 INEXACT_STALL = 4
 """``world_cost_stalled`` value that ``check_convergence`` gives a world whose CG direction, not solved to
 ``pcg.CG_TIGHTEST_TOLERANCE``, did not descend or did not move while some tree is not yet near its own optimum
