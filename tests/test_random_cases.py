@@ -52,7 +52,7 @@ def test_a_hard_limit_at_its_kink_converges_to_the_float64_solve(hard_limit_case
     along a line search, left it by round-off and lost its curvature (``sap.constraint_eval``); the next direction
     pushed into it, a step of 5e-6 moved no velocity measurably, and the world ended not converged 4-8 % off. That step
     crossed the limit's kink, so the next direction differs and the world goes on (``line_search.curvature_gained``):
-    converged in 14-17 iterations within 3e-6."""
+    converged in 15-16 iterations within 3e-6."""
     model, state, control, spec, contacts, world, v_ref = hard_limit_case
     solver = newton_sap.SolverSAP(model, **options)
     snap = solver.snapshot(state, control=control, dt=spec.dt, contacts=contacts)
