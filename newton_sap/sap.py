@@ -853,14 +853,15 @@ def tree_excess(
 ):
     """Tree t's ``‖D∇ℓ‖_t`` (its dofs' share of :func:`gradient`'s norms) over what the test allows it,
     ``max(ε_a + ε_r max(‖D A v‖_t, ‖D Jᵀγ‖_t), round_off · ‖D Σ_c |J_cᵀγ_c|‖_t)`` (:data:`IMPULSE_ROUND_OFF`):
-    at most 1 where the tree passes (0 for a zero residual, infinite for a positive one that nothing allows)."""
+    at most 1 where the tree passes (0 for a zero residual, infinite for a positive one that nothing allows). The
+    impulses' sizes are summed only where the first allowance does not hold (a tree within it passes either way)."""
     norms = wp.vec3(0.0)
     for i in range(tree_dof_start[t], tree_dof_start[t] + tree_dof_count[t]):
         g, Av = gradient_and_momentum(i, momentum_mode, dt, Ae, Av0, tau, jtg)
         norms += norm_terms(A_inv_diag[i], g, Av, jtg[i][0])
     residual = wp.sqrt(norms[0])
     allowed = abs_tolerance + rel_tolerance * wp.sqrt(wp.max(norms[1], norms[2]))
-    if round_off > 0.0:
+    if round_off > 0.0 and residual > allowed:
         allowed = wp.max(allowed, round_off * impulse_size(t, t + 1, tree_dof_start, tree_dof_count, A_inv_diag, jtg))
     if residual == 0.0:
         return float(0.0)
