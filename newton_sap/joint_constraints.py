@@ -3,13 +3,17 @@ dofs (REVOLUTE, PRISMATIC, D6): PD drives, joint limits, joint dry friction and 
 BALL joints (their angular velocity ω about the axes of the joint's parent frame F): PD drives and joint dry
 friction. A BALL drive's position error along axis k is the k-th component of ``e = log(q q_d⁻¹)`` [rad], the
 rotation vector in F from the target rotation ``q_d`` (``joint_target_q``, a quaternion like ``joint_q``) to the
-joint's ``q``; as ``q`` turns by ``exp(Δt ω) q`` in a step, ``e ≈ e0 + Δt ω`` to first order in e (exact for ω
-along e), which the implicit drive takes as the scalar drive's ``q0 + Δt v``. Efforts and friction are per axis of F.
+joint's ``q``; as ``q`` turns by ``exp(Δt ω) q`` in a step, ``e ≈ e0 + Δt J_l⁻¹(e0) ω`` to first order in Δt
+(``spatial.rotation_log_rate``), so the drive on axis k is a scalar PD on ``e_k`` whose row is
+``v_c = ė_k = J_l⁻¹(e0)_k · ω`` over the joint's three dofs (the scalar drive's ``q0 + Δt v``; its torque
+``J_l⁻¹(e0)_kᵀ γ`` is the gradient of ``½ Kp e_k²``, so the drive adds no energy; ``e ≈ e0 + Δt ω``, first order in
+e, let a stiff axis drift by ``½Δt (e × ω)_k`` a step and pumped energy into random trees until they exploded). A
+BALL drive without a position gain is a velocity drive on ``ω_k``. Efforts and friction are per axis of F.
 
 Each internal dof i owns ``SLOTS_PER_DOF`` constraint slots after the contacts, at
 ``base + k·n + i``: k = 0 drive, 1 lower limit, 2 upper limit, 3 friction, 4 mimic (i the
 follower); an unused slot has world -1. All are one-row constraints stored in row 0 of the slot:
-``J = ±e_i``, and ``e_i − ρ e_leader`` for a mimic.
+``J = ±e_i``, ``e_i − ρ e_leader`` for a mimic, a row of ``J_l⁻¹(e0)`` over a BALL joint's dofs for its drive.
 """
 
 import newton
@@ -22,7 +26,7 @@ from .constraints.friction_cone import TWO_PI_SQ, unilateral_bias_velocity
 from .constraints.pd_drive import pd_drive_parameters
 from .kinematic_bodies import dof_is_kinematic
 from .mujoco_equalities import TARGET_MIMIC, row_enabled, rows_targeting
-from .spatial import ball_rotation_error
+from .spatial import ball_rotation_error, rotation_log_rate
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
@@ -199,6 +203,28 @@ def limit_side(side: int, q0: float, lower: float, upper: float):
     return float(-1.0), upper - q0, upper < NO_LIMIT
 
 
+@wp.func
+def write_rate_entries(
+    slot: int,
+    first: int,
+    rate: wp.vec3,
+    c_nnz: wp.array(dtype=wp.int32),
+    c_dof: wp.array2d(dtype=wp.int32),
+    c_J: wp.array2d(dtype=wp.vec3),
+    v0: wp.array(dtype=float),
+    c_vc: wp.array(dtype=wp.vec3),
+):
+    """Make the one-row constraint ``slot`` ``v_c = rate · (v[first], v[first + 1], v[first + 2])`` (a BALL joint's
+    three dofs), with its velocity at the step's start from ``v0``."""
+    c_nnz[slot] = 3
+    v_c = float(0.0)
+    for k in range(3):
+        c_dof[slot, k] = first + k
+        c_J[slot, k] = wp.vec3(rate[k], 0.0, 0.0)
+        v_c += rate[k] * v0[first + k]
+    c_vc[slot] = wp.vec3(v_c, 0.0, 0.0)
+
+
 @wp.kernel
 def joint_constraint_rows(
     # model
@@ -251,7 +277,8 @@ def joint_constraint_rows(
 ):
     """Drive, limit, friction and mimic rows of dof i, with their velocities ``J v0`` at the step's start (a BALL
     joint's dof: drive and friction rows, its drive's position the axis' component of ``ball_rotation_error`` with
-    target 0). The drive is Newton's (``joint_target_*``, feed-forward ``joint_act``; a POSITION drive with
+    target 0 and, with a position gain, its row that component's rate over the joint's dofs, its Delassus estimate
+    ``Σ_k J_k² / A_kk``). The drive is Newton's (``joint_target_*``, feed-forward ``joint_act``; a POSITION drive with
     ``joint_target_kd`` 0 takes ``dof_dampratio_kd``, its imported ``dampratio`` resolved, 0 without) where its
     gains act, else a MuJoCo servo's (``dof_servo_drive`` ``(Kp, Kd, q_target, v_target)``) where it has one;
     ``dof_drive_ranges`` ``(t_lo, t_hi, u_ff, e)`` with ``e ≥ 0`` bound its target (by mode), add to its
@@ -339,11 +366,23 @@ def joint_constraint_rows(
         u_ff += ranges[2]
         effort = ranges[3]
     if kp > 0.0 or kv > 0.0:
-        if c < 0 and kp > 0.0:  # a BALL axis with a position gain: its error from the target, target 0
-            q0 = ball_rotation_error(joint_q, target_q, ball)[dof_ball_axis[i]]
-        R, v_hat = pd_drive_parameters(kp, kv, q0, q_target, v_target, u_ff, dt, w_est)
+        ball_position = c < 0 and kp > 0.0  # a BALL axis with a position gain: its error from the target, target 0
+        axis = dof_ball_axis[i]
+        rate = wp.vec3(0.0)  # the error's rate per joint ω, ė_axis = rate · ω (row axis of J_l⁻¹(e))
+        w_drive = w_est
+        if ball_position:
+            e = ball_rotation_error(joint_q, target_q, ball)
+            q0 = e[axis]
+            rate = rotation_log_rate(e)[axis]
+            first = i - axis  # the joint's dofs are ω's axes 0, 1, 2 in order
+            w_drive = float(0.0)
+            for k in range(3):
+                w_drive += rate[k] * rate[k] * A_inv_diag[first + k]
+        R, v_hat = pd_drive_parameters(kp, kv, q0, q_target, v_target, u_ff, dt, w_drive)
         write_row(base + i, w, PD_DRIVE, i, 1.0, R, v_hat, dt * effort,
                   c_world, c_kind, c_R, c_vhat, c_param, c_nnz, c_dof, c_J, v0, c_vc)  # fmt: skip
+        if ball_position:
+            write_rate_entries(base + i, i - axis, rate, c_nnz, c_dof, c_J, v0, c_vc)
     R_lim, tau_d = limit_compliance_and_time(
         limit_stiffness, limit_dissipation_time, joint_limit_ke[p], joint_limit_kd[p], dt, w_est
     )

@@ -29,6 +29,21 @@ def rotation_vector(q: wp.quat):
 
 
 @wp.func
+def rotation_log_rate(e: wp.vec3):
+    """``J_l⁻¹(e)`` (3×3): the rate of a rotation vector ``e = log(R)`` [rad] per angular velocity ω [rad/s] of R
+    about the axes of its outer frame, ``ė = J_l⁻¹(e) ω`` for ``Ṙ = [ω]× R`` (``log(exp(δ) exp(e)) ≈ e + J_l⁻¹(e) δ``):
+    ``1 − ½[e]× + c(θ)[e]×²``, ``c = 1/θ² − cot(θ/2)/(2θ)``, θ = |e| ≤ π (``c`` 1/12 at 0, 1/π² at π; its series
+    ``1/12 + θ²/720`` below θ = 0.1, where float32 would cancel). ``J_l⁻¹(e) e = e``: along e the rate is ω's."""
+    theta = wp.length(e)
+    c = 1.0 / 12.0 + theta * theta / 720.0
+    if theta >= 0.1:
+        half = 0.5 * theta
+        c = 1.0 / (theta * theta) - wp.cos(half) / (2.0 * theta * wp.sin(half))
+    E = wp.skew(e)
+    return wp.identity(3, dtype=float) - 0.5 * E + c * (E * E)
+
+
+@wp.func
 def ball_rotation_error(joint_q: wp.array(dtype=float), reference_q: wp.array(dtype=float), start: int):
     """``e = log(q q_r⁻¹)`` [rad] of the BALL joint whose quaternion (x, y, z, w) starts at ``start`` in ``joint_q``,
     against the reference rotation ``q_r`` at the same place in ``reference_q`` (a drive's ``joint_target_q``, the
