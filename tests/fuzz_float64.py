@@ -6,14 +6,15 @@ contacts), steps it ``--steps`` − 1 times with Newton's collision pipeline, ta
 compares each world's solved velocities with the float64 minimizer of the same problem. One JSON line per world::
 
     {"seed", "harsh", "options", "steps", "world", "dofs", "rows", "iterations", "converged", "failed",
-     "earlier_not_converged", "earlier_failed", "free_children", "rel_error", "rel_residual"}
+     "earlier_not_converged", "earlier_failed", "earlier_error", "free_children", "rel_error", "rel_residual"}
 
 ``rel_error`` is ``max|v − v_ref| / max(max|v_ref|, max|v*|)``; ``rel_residual`` is the float64 optimality residual
 at the solver's v, ``‖D∇ℓ‖ / max(‖D A v‖, ‖D Jᵀγ‖)`` with ``D = diag(A)^-½`` (the reference's own test; NaN for a
 failed world). A converged solve ``OFF`` or more off is *off* where that residual exceeds ``RESIDUAL_MET`` (it
 stopped at a float32 floor), *ill-conditioned* where it does not (it met its stopping criterion; the problem's
 condition leaves its velocities that far off). ``earlier_*`` count the world's earlier steps that did not converge
-or failed (``SapStats.steps_*``), ``free_children`` its FREE and DISTANCE joints under a parent body. The summary
+or failed, ``earlier_error`` the largest ``rel_error`` of those not converged (each solved again by a snapshot),
+``free_children`` its FREE and DISTANCE joints under a parent body. The summary
 printed at the end counts each class. From the repository root::
 
     PYTHONPATH=tests python tests/fuzz_float64.py --start 0 --budget 1800 --out real.jsonl
@@ -80,11 +81,28 @@ def relative_residual(snap, world: int, v: np.ndarray) -> float:
     return float(np.linalg.norm(D * grad) / scale)
 
 
+def compare_worlds(solver, state, control, contacts, dt: float, worlds) -> tuple:
+    """A snapshot of the step from ``state`` and, per world of ``worlds`` that did not fail, its
+    ``(rel_error, rel_residual)`` against the float64 solve (NaN for the others), with the snapshot's stats."""
+    from sap_reference import solve_sap_problem  # noqa: PLC0415
+
+    snap = solver.snapshot(state, control=control, dt=dt, contacts=contacts)
+    stats = solver.stats
+    errors = {}
+    for world in worlds:
+        v, v_star = snap.velocity[world].astype(np.float64), snap.v_star[world]
+        errors[world] = (float("nan"), float("nan"))
+        if not stats.failed[world] and len(v_star):
+            v_ref = solve_sap_problem(snap, world, max_iterations=200)
+            scale = max(np.abs(v_ref).max(), np.abs(v_star).max(), np.finfo(np.float32).tiny)
+            errors[world] = (float(np.abs(v - v_ref).max() / scale), relative_residual(snap, world, v))
+    return snap, stats, errors
+
+
 def run_case(seed: int, harsh: bool, options: dict, steps: int = 1) -> list[dict]:
     """One record per world of case ``seed`` solved with ``options``, at its ``steps``-th step."""
     import newton  # noqa: PLC0415 (imported here so that --compare needs neither)
     from random_cases import build_case  # noqa: PLC0415
-    from sap_reference import solve_sap_problem  # noqa: PLC0415
 
     import newton_sap  # noqa: PLC0415
 
@@ -93,48 +111,48 @@ def run_case(seed: int, harsh: bool, options: dict, steps: int = 1) -> list[dict
     contacts = pipeline.contacts()
     solver = newton_sap.SolverSAP(model, **solver_keywords(options))
     state_next = model.state()
+    worlds = range(model.world_count)
+    not_converged, failed_steps = np.zeros(model.world_count, int), np.zeros(model.world_count, int)
+    earlier_error = np.zeros(model.world_count)  # the largest rel_error of a world's earlier not-converged steps
     for _ in range(steps - 1):
         pipeline.collide(state, contacts)
         solver.step(state, state_next, control, contacts, spec.dt)
+        converged, failed = solver.stats.converged.copy(), solver.stats.failed.copy()
+        not_converged += ~converged & ~failed
+        failed_steps += failed
+        again = np.flatnonzero(~converged & ~failed)
+        if len(again):  # that step again, against the float64 solve
+            errors = compare_worlds(solver, state, control, contacts, spec.dt, again)[2]
+            for world in again:
+                earlier_error[world] = max(earlier_error[world], errors[world][0])
         state, state_next = state_next, state
-    earlier = solver.stats
     joint_type, joint_parent, joint_world = (
         a.numpy() for a in (model.joint_type, model.joint_parent, model.joint_world)
     )
     free_child = np.isin(joint_type, [int(newton.JointType.FREE), int(newton.JointType.DISTANCE)]) & (joint_parent >= 0)
     pipeline.collide(state, contacts)
-    snap = solver.snapshot(state, control=control, dt=spec.dt, contacts=contacts)
-    stats = solver.stats
-    records = []
-    for world in range(len(snap.v_star)):
-        v, v_star = snap.velocity[world].astype(np.float64), snap.v_star[world]
-        failed = bool(stats.failed[world])
-        rel_error = rel_residual = float("nan")
-        if not failed and len(v_star):
-            v_ref = solve_sap_problem(snap, world, max_iterations=200)
-            scale = max(np.abs(v_ref).max(), np.abs(v_star).max(), np.finfo(np.float32).tiny)
-            rel_error = float(np.abs(v - v_ref).max() / scale)
-            rel_residual = relative_residual(snap, world, v)
-        records.append(
-            dict(
-                seed=seed,
-                harsh=harsh,
-                options=options,
-                steps=steps,
-                world=world,
-                dofs=len(v_star),
-                rows=len(snap.constraint_kind[world]),
-                iterations=int(stats.iterations[world]),
-                converged=bool(stats.converged[world]),
-                failed=failed,
-                earlier_not_converged=int(earlier.steps_not_converged[world]) if steps > 1 else 0,
-                earlier_failed=int(earlier.steps_failed[world]) if steps > 1 else 0,
-                free_children=int(np.count_nonzero(free_child & (joint_world == world))),
-                rel_error=rel_error,
-                rel_residual=rel_residual,
-            )
+    snap, stats, errors = compare_worlds(solver, state, control, contacts, spec.dt, worlds)
+    return [
+        dict(
+            seed=seed,
+            harsh=harsh,
+            options=options,
+            steps=steps,
+            world=world,
+            dofs=len(snap.v_star[world]),
+            rows=len(snap.constraint_kind[world]),
+            iterations=int(stats.iterations[world]),
+            converged=bool(stats.converged[world]),
+            failed=bool(stats.failed[world]),
+            earlier_not_converged=int(not_converged[world]),
+            earlier_failed=int(failed_steps[world]),
+            earlier_error=float(earlier_error[world]),
+            free_children=int(np.count_nonzero(free_child & (joint_world == world))),
+            rel_error=errors[world][0],
+            rel_residual=errors[world][1],
         )
-    return records
+        for world in worlds
+    ]
 
 
 def verdict(record: dict) -> str:
@@ -153,10 +171,12 @@ def summarize(records: list[dict]) -> str:
         counts[verdict(r)] = counts.get(verdict(r), 0) + 1
     iterations = sum(r["iterations"] for r in records)
     parts = ", ".join(f"{k} {counts[k]}" for k in sorted(counts))
-    earlier = sum(r["earlier_not_converged"] + r["earlier_failed"] for r in records)
+    not_converged = sum(r["earlier_not_converged"] for r in records)
+    within = sum(1 for r in records if r["earlier_not_converged"] and r.get("earlier_error", 0.0) < OFF)
+    failed = sum(r["earlier_failed"] for r in records)
     return (
-        f"{len(records)} world solves: {parts}; Newton iterations {iterations};"
-        f" earlier steps not converged or failed {earlier}"
+        f"{len(records)} world solves: {parts}; Newton iterations {iterations}; earlier steps not converged"
+        f" {not_converged} (worlds whose all were within {OFF:g}: {within}), failed {failed}"
     )
 
 
@@ -215,7 +235,8 @@ def main() -> None:
                     print(
                         f"seed {seed} world {record['world']}: {verdict(record)}, {record['dofs']} dofs,"
                         f" {record['iterations']} it, rel {record['rel_error']:.2e} (residual"
-                        f" {record['rel_residual']:.1e}), earlier not converged {record['earlier_not_converged']},"
+                        f" {record['rel_residual']:.1e}), earlier not converged {record['earlier_not_converged']}"
+                        f" (largest error {record['earlier_error']:.1e}), free children {record['free_children']},"
                         f" {options}"
                     )
             out.flush()
