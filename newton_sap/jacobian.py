@@ -22,8 +22,8 @@ wp.set_module_options({"enable_backward": False})  # forward only: the solver bu
 @wp.func
 def second_walk(c: int, nnz: int, c_dof: wp.array2d(dtype=wp.int32), dof_parent: wp.array(dtype=wp.int32)):
     """Entry where row c's second chain walk starts (``nnz``: one walk). A row's entries are at most two
-    walks, each dof followed by its parent (:func:`chain_rows`; joint rows have one or two single dofs),
-    so each walk lies in one tree."""
+    walks, each dof followed by its parent (:func:`chain_rows`; joint rows have one or two single dofs, a
+    BALL drive's row its joint's three dofs as one walk), so each walk lies in one tree."""
     for e in range(1, nnz):
         if c_dof[c, e] != dof_parent[c_dof[c, e - 1]]:
             return e

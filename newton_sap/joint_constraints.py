@@ -8,7 +8,10 @@ joint's ``q``; as ``q`` turns by ``exp(Δt ω) q`` in a step, ``e ≈ e0 + Δt J
 ``v_c = ė_k = J_l⁻¹(e0)_k · ω`` over the joint's three dofs (the scalar drive's ``q0 + Δt v``; its torque
 ``J_l⁻¹(e0)_kᵀ γ`` is the gradient of ``½ Kp e_k²``, so the drive adds no energy; ``e ≈ e0 + Δt ω``, first order in
 e, let a stiff axis drift by ``½Δt (e × ω)_k`` a step and pumped energy into random trees until they exploded). A
-BALL drive without a position gain is a velocity drive on ``ω_k``. Efforts and friction are per axis of F.
+BALL drive without a position gain is a velocity drive on ``ω_k``. Efforts and friction are per axis of F, but a
+BALL drive with a position gain takes its feed-forward ``joint_act`` and its effort limit as a force on ``e_k`` like
+the rest of its impulse: the torque ``J_l⁻¹(e0)_kᵀ u`` is ``u`` about axis k where e is small, and at least ``|u|``
+(e = 2 rad about y: a feed-forward of 1 N·m about x acts as (0.64, 0, −1.0) N·m).
 
 Each internal dof i owns ``SLOTS_PER_DOF`` constraint slots after the contacts, at
 ``base + k·n + i``: k = 0 drive, 1 lower limit, 2 upper limit, 3 friction, 4 mimic (i the
@@ -215,12 +218,14 @@ def write_rate_entries(
     c_vc: wp.array(dtype=wp.vec3),
 ):
     """Make the one-row constraint ``slot`` ``v_c = rate · (v[first], v[first + 1], v[first + 2])`` (a BALL joint's
-    three dofs), with its velocity at the step's start from ``v0``."""
+    three dofs), with its velocity at the step's start from ``v0``. The entries run from the last dof to the first,
+    each followed by its parent: one chain walk (``jacobian.second_walk``)."""
     c_nnz[slot] = 3
     v_c = float(0.0)
-    for k in range(3):
-        c_dof[slot, k] = first + k
-        c_J[slot, k] = wp.vec3(rate[k], 0.0, 0.0)
+    for e in range(3):
+        k = 2 - e
+        c_dof[slot, e] = first + k
+        c_J[slot, e] = wp.vec3(rate[k], 0.0, 0.0)
         v_c += rate[k] * v0[first + k]
     c_vc[slot] = wp.vec3(v_c, 0.0, 0.0)
 

@@ -483,8 +483,9 @@ def flag_coupling_constraints(
     branches): its ``Jᵀ G J`` couples dofs that are not ancestor and descendant, outside A's sparsity.
 
     A constraint's entries are at most two chain walks (each dof followed by its parent, see
-    ``jacobian.py``; joint rows have one or two single dofs): it is chain-local when it has one walk, or
-    when the start of the second lies on the chain of the first's start, or the reverse."""
+    ``jacobian.py``; joint rows have one or two single dofs, a BALL drive's its joint's three as one walk): it is
+    chain-local when it has one walk, or when the start of the second lies on the chain of the first's start, or
+    the reverse."""
     begin, end = thread_slots(wp.tid(), slots_per_thread, used_count[0])
     for k in range(begin, end):
         c = used_slots[k]
