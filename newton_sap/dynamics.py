@@ -20,6 +20,7 @@ from .spatial import (
     force_cross,
     inertia10_about,
     inertia10_apply,
+    rotation_log_rate,
     rotational_inertia_about,
     twist_shift,
 )
@@ -440,6 +441,55 @@ def velocity_difference(
     difference_out[i] = v_in[i] - v_ref_in[i]
 
 
+@wp.func
+def ball_spring(
+    i: int,
+    axis: int,
+    ball: int,
+    dt: float,
+    rs: int,
+    dense: int,
+    n: int,
+    li: int,
+    dof_public: wp.array(dtype=wp.int32),
+    dof_local: wp.array(dtype=wp.int32),
+    joint_stiffness: wp.array(dtype=float),
+    joint_rest_q: wp.array(dtype=float),
+    joint_q_in: wp.array(dtype=float),
+    v0_in: wp.array(dtype=float),
+    rows_out: wp.array(dtype=float),
+    dense_out: wp.array(dtype=float),
+):
+    """The implicit spring of the BALL joint whose axis ``axis`` is dof i (its quaternion at ``ball`` in
+    ``joint_q``), stiffness ``K = diag(k_0, k_1, k_2)`` [N·m/rad] per axis toward ``joint_rest_q``: a force on its
+    error ``e = log(q q_rest⁻¹)`` whose rate is ``ė = J ω``, ``J = J_l⁻¹(e0)`` (``spatial.rotation_log_rate``), so
+    the step solves ``M(v − v0) = Δt(… − Jᵀ K (e0 + Δt J v))``. Adds ``Δt² (JᵀKJ)_ab`` to row i of A (``b ≤ a = axis``:
+    the joint's dofs are consecutive on one chain, axis b at offset ``a − b`` of the row; the dense block's both
+    triangles below the diagonal, whose dense entry the caller writes from the row) and returns
+    ``(Jᵀ K (e0 + Δt J v0))_a``, what ``τ_i`` loses. Nothing where the joint has no stiffness."""
+    first = i - axis
+    K = wp.vec3(
+        joint_stiffness[dof_public[first]],
+        joint_stiffness[dof_public[first + 1]],
+        joint_stiffness[dof_public[first + 2]],
+    )
+    if K[0] == 0.0 and K[1] == 0.0 and K[2] == 0.0:
+        return float(0.0)  # the rotation's log only where a spring acts
+    e = ball_rotation_error(joint_q_in, joint_rest_q, ball)
+    J = rotation_log_rate(e)
+    KJ = wp.diag(K) * J
+    JtKJ = wp.transpose(J) * KJ
+    for b in range(axis + 1):
+        value = dt * dt * JtKJ[axis, b]
+        rows_out[rs + axis - b] = rows_out[rs + axis - b] + value
+        if dense >= 0 and b < axis:
+            lj = dof_local[first + b]
+            dense_out[dense + li * n + lj] = dense_out[dense + li * n + lj] + value
+            dense_out[dense + lj * n + li] = dense_out[dense + lj * n + li] + value
+    v0 = wp.vec3(v0_in[first], v0_in[first + 1], v0_in[first + 2])
+    return (wp.transpose(J) * (wp.cw_mul(K, e + dt * (J * v0))))[axis]
+
+
 @wp.kernel
 def mass_matrix_rows(
     # model
@@ -488,10 +538,10 @@ def mass_matrix_rows(
     :func:`body_inertia_and_bias` applies).
 
     With ``passive = 1`` the joint's damping d [N·s/m or N·m·s/rad] and stiffness k [N/m or N·m/rad]
-    toward ``joint_rest_q`` (scalar coordinates, REVOLUTE, PRISMATIC, D6, and BALL joints, whose ``q0 − q_rest`` is
-    the axis' component of ``spatial.ball_rotation_error``, ``log(q0 q_rest⁻¹)``; MuJoCo's ball spring is the same
-    torque) are implicit: the step solves ``M(v − v0) = Δt(τ − d v − k (q0 + Δt v − q_rest))``, i.e.
-    ``A = M + Δt d + Δt² k`` on the diagonal and ``τ_i −= d v0 + k (q0 + Δt v0 − q_rest)``.
+    toward ``joint_rest_q`` are implicit: on scalar coordinates (REVOLUTE, PRISMATIC, D6) the step solves
+    ``M(v − v0) = Δt(τ − d v − k (q0 + Δt v − q_rest))``, i.e. ``A = M + Δt d + Δt² k`` on the diagonal and
+    ``τ_i −= d v0 + k (q0 + Δt v0 − q_rest)``; a BALL joint's stiffness acts on its error ``log(q0 q_rest⁻¹)`` through
+    the error's exact rate (:func:`ball_spring`; with equal stiffness per axis MuJoCo's ball spring torque ``−k e``).
     Writes the sparse row (``A_ii, A_i,parent(i), ...``), ``1/A_ii`` (the constraints' Delassus
     estimates) and, for dense trees when ``write_dense = 1`` (the GPU's dense free motion, PCG's
     preconditioner), both triangles of the tree's dense block.
@@ -545,9 +595,8 @@ def mass_matrix_rows(
             k = joint_stiffness[pub]
             spring = joint_q_in[c] + dt * v0_in[i] - joint_rest_q[c]
         elif ball >= 0:
-            k = joint_stiffness[pub]
-            if k > 0.0:  # the rotation's log only where a spring acts
-                spring = ball_rotation_error(joint_q_in, joint_rest_q, ball)[dof_ball_axis[i]] + dt * v0_in[i]
+            tau -= ball_spring(i, dof_ball_axis[i], ball, dt, rs, dense, n, li, dof_public, dof_local, joint_stiffness,
+                               joint_rest_q, joint_q_in, v0_in, rows_out, dense_out)  # fmt: skip
         tau -= d * v0_in[i] + k * spring
         diag = rows_out[rs] + dt * d + dt * dt * k
         rows_out[rs] = diag

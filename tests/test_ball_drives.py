@@ -152,13 +152,15 @@ def test_a_position_drives_feed_forward_acts_on_its_error_coordinate():
         np.testing.assert_allclose(s1.joint_qd.numpy(), DT * torque / INERTIA, rtol=1e-4, atol=1e-6)
 
 
-def test_a_stiff_drive_on_one_axis_holds_it_and_adds_no_energy():
-    """A body (COM off the joint, anisotropic inertia) on a BALL joint whose drive holds axis x of F stiffly (Kp 1e6,
-    no damping) and leaves y and z free, turned 2 rad about y and spinning about y and z, no gravity: over 600 steps
-    of Δt = 0.01 the drive holds ``e_x`` within 1e-4 rad and the kinetic energy never rises above its first step's.
-    With ``ė ≈ ω`` (the error's rate to first order in e, until session 41) ``e_x`` drifted by ½Δt (e × ω)_x a step,
-    up to 0.13 rad, and the drive's corrections pumped the energy to 6.6 times its start: random trees with stiff
-    BALL drives exploded to 1e11 rad/s within 20 steps."""
+@pytest.mark.parametrize("holder", ["drive", "spring"])
+def test_a_stiff_drive_on_one_axis_holds_it_and_adds_no_energy(holder):
+    """A body (COM off the joint, anisotropic inertia) on a BALL joint whose drive (Kp 1e6, no damping) or passive
+    spring (``joint_stiffness`` 1e6) holds axis x of F stiffly and leaves y and z free, turned 2 rad about y and
+    spinning about y and z, no gravity: over 600 steps of Δt = 0.01 it holds ``e_x`` within 1e-4 rad and the kinetic
+    energy never rises above its first step's. With ``ė ≈ ω`` (the error's rate to first order in e, until session
+    41) ``e_x`` drifted by ½Δt (e × ω)_x a step, up to 0.13 rad, and the drive's corrections pumped the energy to 6.6
+    times its start (the spring's alike): random trees with stiff BALL drives exploded to 1e11 rad/s within 20
+    steps."""
     b = newton.ModelBuilder(gravity=(0.0, 0.0, 0.0))
     inertia = np.diag([0.01, 0.02, 0.03])
     link = b.add_link(mass=1.0, inertia=wp.mat33(*inertia.ravel()))
@@ -166,8 +168,13 @@ def test_a_stiff_drive_on_one_axis_holds_it_and_adds_no_energy():
     X_c = wp.transform((0.0, 0.0, 0.2), wp.quat_identity())
     b.add_articulation([b.add_joint_ball(-1, link, parent_xform=X_p, child_xform=X_c)])
     model = b.finalize()
-    model.joint_target_mode.fill_(int(newton.JointTargetMode.POSITION))
-    model.joint_target_ke.assign(np.array([1e6, 0.0, 0.0], np.float32))
+    stiffness = np.array([1e6, 0.0, 0.0], np.float32)
+    if holder == "drive":
+        model.joint_target_mode.fill_(int(newton.JointTargetMode.POSITION))
+        model.joint_target_ke.assign(stiffness)
+    else:
+        model.joint_stiffness.assign(stiffness)
+        model.joint_rest_q.assign(np.array([0.0, 0.0, 0.0, 1.0], np.float32))
     solver = newton_sap.SolverSAP(model)
     s0, s1 = model.state(), model.state()
     s0.joint_q.assign(quat_axis_angle([0, 1, 0], 2.0).astype(np.float32))
@@ -269,8 +276,9 @@ def test_a_zeroed_target_quaternion_counts_as_the_identity():
 
 
 def test_joint_stiffness_pulls_toward_the_rest_rotation_implicitly():
-    """Passive stiffness k and damping d on a BALL joint, ``joint_rest_q`` a turned rotation, the parent frame turned:
-    ``I ω1 = I ω0 − Δt (k (e0 + Δt ω1) + d ω1)`` with ``e0 = log(q0 q_rest⁻¹)``, in every axis of F."""
+    """Passive stiffness k and damping d on a BALL joint, ``joint_rest_q`` a turned rotation, the parent frame turned,
+    ω0 not along the error: ``I ω1 = I ω0 − Δt (Jᵀ k (e0 + Δt J ω1) + d ω1)`` with ``e0 = log(q0 q_rest⁻¹)`` and its
+    rate ``J = J_l⁻¹(e0)``, in every axis of F (``Jᵀ e0 = e0``: the torque at rest is MuJoCo's ``−k e0``)."""
     k, d = 30.0, 0.4
     model = ball_body(newton.JointTargetMode.NONE, frame=quat_axis_angle([3, -1, 2], 0.9))
     model.joint_stiffness.fill_(k)
@@ -281,7 +289,9 @@ def test_joint_stiffness_pulls_toward_the_rest_rotation_implicitly():
     q0 = np.array(wp.mul(wp.quat(*quat_axis_angle(axis, 0.5)), wp.quat(*q_rest)))
     w0 = np.array([0.2, -0.6, 0.3])
     _q, w1 = step(model, 1, q0=q0, qd0=w0)
-    expected = (INERTIA * w0 - DT * k * 0.5 * axis) / (INERTIA + DT * d + DT * DT * k)
+    J = log_rate(0.5 * axis)
+    lhs = (INERTIA + DT * d) * np.eye(3) + DT * DT * k * J.T @ J
+    expected = np.linalg.solve(lhs, INERTIA * w0 - DT * k * 0.5 * axis)
     np.testing.assert_allclose(w1, expected, rtol=1e-4, atol=1e-6)
 
 
