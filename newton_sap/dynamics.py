@@ -464,8 +464,8 @@ def ball_spring(
     ``joint_q``), stiffness ``K = diag(k_0, k_1, k_2)`` [N·m/rad] per axis toward ``joint_rest_q``: a force on its
     error ``e = log(q q_rest⁻¹)`` whose rate is ``ė = J ω``, ``J = J_l⁻¹(e0)`` (``spatial.rotation_log_rate``), so
     the step solves ``M(v − v0) = Δt(… − Jᵀ K (e0 + Δt J v))``. Adds ``Δt² (JᵀKJ)_ab`` to row i of A (``b ≤ a = axis``:
-    the joint's dofs are consecutive on one chain, axis b at offset ``a − b`` of the row; the dense block's both
-    triangles below the diagonal, whose dense entry the caller writes from the row) and returns
+    the joint's dofs are consecutive on one chain, axis b at offset ``a − b`` of the row; in the dense block the
+    entry (a, b) below the diagonal and its mirror (b, a), the diagonal's the caller copies from the row) and returns
     ``(Jᵀ K (e0 + Δt J v0))_a``, what ``τ_i`` loses. Nothing where the joint has no stiffness."""
     first = i - axis
     K = wp.vec3(
@@ -537,8 +537,8 @@ def mass_matrix_rows(
     ``f_i`` Newton's ``joint_f`` of the dof (0 for FREE/DISTANCE joints, whose ``joint_f`` is a wrench that
     :func:`body_inertia_and_bias` applies).
 
-    With ``passive = 1`` the joint's damping d [N·s/m or N·m·s/rad] and stiffness k [N/m or N·m/rad]
-    toward ``joint_rest_q`` are implicit: on scalar coordinates (REVOLUTE, PRISMATIC, D6) the step solves
+    With ``passive = 1`` the joint's damping d [N·s/m or N·m·s/rad] (every dynamic dof) and stiffness k [N/m or
+    N·m/rad] toward ``joint_rest_q`` are implicit: on scalar coordinates (REVOLUTE, PRISMATIC, D6) the step solves
     ``M(v − v0) = Δt(τ − d v − k (q0 + Δt v − q_rest))``, i.e. ``A = M + Δt d + Δt² k`` on the diagonal and
     ``τ_i −= d v0 + k (q0 + Δt v0 − q_rest)``; a BALL joint's stiffness acts on its error ``log(q0 q_rest⁻¹)`` through
     the error's exact rate (:func:`ball_spring`; with equal stiffness per axis MuJoCo's ball spring torque ``−k e``).

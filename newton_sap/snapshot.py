@@ -31,9 +31,10 @@ class SapSnapshot:
     Attributes:
         mass_matrix: ``M(q)`` [kg, kg·m, kg·m²], n×n per world, armature included, damping not.
         problem_matrix: The step's ``A = M + Δt D + Δt² K`` [kg, kg·m, kg·m²], n×n per world: the mass matrix with
-            the joint damping and stiffness the step integrates implicitly (D, K below); the matrix of the SAP
-            problem's ``½ (v − v*)ᵀ A (v − v*)`` and of ``v_star``. ``mass_matrix`` where no joint has damping or
-            stiffness.
+            the joint damping and stiffness the step integrates implicitly (D, K below; a BALL joint's stiffness
+            adds ``Δt² JᵀKJ`` to its 3×3 block, ``J = J_l⁻¹(e0)`` the rate of its error, ``dynamics.ball_spring``); the
+            matrix of the SAP problem's ``½ (v − v*)ᵀ A (v − v*)`` and of ``v_star``. ``mass_matrix`` where no joint
+            has damping or stiffness.
         bias: ``b(q, v)`` with ``M q̈ + b = τ`` [N, N·m]: gravity (less MuJoCo's gravity compensation,
             ``model.mujoco.gravcomp``), Coriolis and gyroscopic terms.
         tau: The step's right-hand side ``joint_f + Jᵀ body_f − b − D v0 − K (q0 + Δt v0 − q_rest)`` (``joint_f``
@@ -41,7 +42,8 @@ class SapSnapshot:
             bodies integrated over Δt, ``dynamics.free_rotation_torque``, and, with ``coriolis="midpoint"``, the
             velocity products of articulated trees taken at the midpoint velocities
             ``SolverSAP._midpoint_velocity_products``, so it depends on ``dt`` and differs from ``bias`` there)
-            [N, N·m] (D, K: joint damping and stiffness; K acts on scalar coordinates and BALL joints).
+            [N, N·m] (D, K: joint damping and stiffness; K acts on scalar coordinates and BALL joints, whose spring
+            takes ``Jᵀ K (e0 + Δt J v0)`` instead).
         v_star: Free-motion velocity ``v0 + Δt (M + Δt D + Δt² K)⁻¹ τ − Δt Ṫ q̇_int`` (public convention at ``q0``;
             the last term, zero but for a spinning free body whose COM is off its origin, is explained below).
         dofs: Per world, the (n,) increasing public dof indices of the rows and columns.

@@ -295,6 +295,42 @@ def test_joint_stiffness_pulls_toward_the_rest_rotation_implicitly():
     np.testing.assert_allclose(w1, expected, rtol=1e-4, atol=1e-6)
 
 
+def test_anisotropic_stiffness_fills_the_joints_block_of_A():
+    """Stiffness K = diag(30, 5, 80) on a BALL joint (a COM off the joint, a full inertia, turned parent and child
+    frames, a rest rotation 1.9 rad from q0, turning at ω0): against the same model without stiffness the step's A
+    gains ``Δt² JᵀKJ`` (off-diagonal entries included) and τ loses ``Jᵀ K (e0 + Δt J ω0)``, ``J = J_l⁻¹(e0)``
+    (velocity products at v0, ``coriolis="explicit"``, so that τ differs by the spring alone)."""
+    stiffness, rest = np.array([30.0, 5.0, 80.0]), quat_axis_angle([1, 2, -1], 0.7)
+    q0 = quat_product(quat_axis_angle([0.3, -0.8, 0.52], 1.9), rest)
+    w0 = np.array([0.2, -0.6, 0.3])
+
+    def snapshot(k):
+        b = newton.ModelBuilder(gravity=(0.0, 0.0, 0.0))
+        inertia = np.array([[0.03, 0.003, -0.001], [0.003, 0.045, 0.002], [-0.001, 0.002, 0.035]])
+        link = b.add_link(mass=1.3, com=wp.vec3(0.05, -0.02, 0.1), inertia=wp.mat33(*inertia.ravel()))
+        X_p = wp.transform((0.2, -0.1, 0.5), wp.quat(*quat_axis_angle([3, -1, 2], 0.9)))
+        X_c = wp.transform((0.01, 0.0, 0.15), wp.quat(*quat_axis_angle([1, 1, 0], 0.3)))
+        b.add_articulation([b.add_joint_ball(-1, link, parent_xform=X_p, child_xform=X_c)])
+        model = b.finalize()
+        model.joint_stiffness.assign(np.asarray(k, np.float32))
+        model.joint_rest_q.assign(rest.astype(np.float32))
+        state = model.state()
+        state.joint_q.assign(q0.astype(np.float32))
+        state.joint_qd.assign(w0.astype(np.float32))
+        newton.eval_fk(model, state.joint_q, state.joint_qd, state)
+        return newton_sap.SolverSAP(model, coriolis="explicit").snapshot(state, control=model.control(), dt=DT)
+
+    spring, plain = snapshot(stiffness), snapshot(np.zeros(3))
+    e0 = quat_log(quat_product(q0, rest * np.array([-1.0, -1.0, -1.0, 1.0])))
+    J = log_rate(e0)
+    block = DT * DT * J.T @ np.diag(stiffness) @ J
+    np.testing.assert_allclose(
+        spring.problem_matrix[0] - plain.problem_matrix[0], block, atol=1e-5 * np.abs(block).max()
+    )
+    expected = -J.T @ (stiffness * (e0 + DT * J @ w0))
+    np.testing.assert_allclose(spring.tau[0] - plain.tau[0], expected, atol=1e-5 * np.abs(expected).max())
+
+
 def test_stiffness_accelerates_as_in_solvermujoco():
     """The spring's torque against Newton's SolverMuJoCo (MuJoCo's ball stiffness toward the rest pose it converts
     from ``joint_rest_q``): one 0.1 ms step from rest at a rotation 0.9 rad from the identity, with turned parent and
