@@ -65,26 +65,10 @@ def solver_keywords(options: dict) -> dict:
     return keywords
 
 
-def relative_residual(snap, world: int, v: np.ndarray) -> float:
-    """``‖D∇ℓ(v)‖ / max(‖D A v‖, ‖D Jᵀγ‖)`` in float64 for ``world`` of ``snap``, ``D = diag(A)^-½``."""
-    from sap_reference import constraint_impulse  # noqa: PLC0415
-
-    A, J = snap.problem_matrix[world], snap.constraint_jacobian[world]
-    kind, R = snap.constraint_kind[world], snap.constraint_compliance[world]
-    v_hat, parameter = snap.constraint_bias_velocity[world], snap.constraint_parameter[world]
-    v_c = (J @ v).reshape(-1, 3)
-    gamma = np.array([constraint_impulse(kind[i], v_c[i], v_hat[i], R[i], parameter[i])[0] for i in range(len(kind))])
-    jt_gamma = J.T @ gamma.ravel() if len(kind) else np.zeros_like(v)
-    D = 1.0 / np.sqrt(np.diag(A))
-    grad = A @ (v - snap.v_star[world]) - jt_gamma
-    scale = max(np.linalg.norm(D * (A @ v)), np.linalg.norm(D * jt_gamma), np.finfo(np.float32).tiny)
-    return float(np.linalg.norm(D * grad) / scale)
-
-
 def compare_worlds(solver, state, control, contacts, dt: float, worlds) -> tuple:
     """A snapshot of the step from ``state`` and, per world of ``worlds`` that did not fail, its
     ``(rel_error, rel_residual)`` against the float64 solve (NaN for the others), with the snapshot's stats."""
-    from sap_reference import solve_sap_problem  # noqa: PLC0415
+    from sap_reference import WorldProblem, solve_sap_problem  # noqa: PLC0415
 
     snap = solver.snapshot(state, control=control, dt=dt, contacts=contacts)
     stats = solver.stats
@@ -95,7 +79,7 @@ def compare_worlds(solver, state, control, contacts, dt: float, worlds) -> tuple
         if not stats.failed[world] and len(v_star):
             v_ref = solve_sap_problem(snap, world, max_iterations=200)
             scale = max(np.abs(v_ref).max(), np.abs(v_star).max(), np.finfo(np.float32).tiny)
-            errors[world] = (float(np.abs(v - v_ref).max() / scale), relative_residual(snap, world, v))
+            errors[world] = (float(np.abs(v - v_ref).max() / scale), WorldProblem(snap, world).relative_residual(v))
     return snap, stats, errors
 
 

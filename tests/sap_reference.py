@@ -84,43 +84,63 @@ def constraint_impulse(kind, v_c, v_hat, R, parameter):
     return gamma, G
 
 
+class WorldProblem:
+    """One world's SAP problem of a snapshot in float64: ``½ (v − v*)ᵀ A (v − v*) + Σ_i ℓ_i(J_i v)``, its impulses,
+    gradient and scaled optimality norms (``D = diag(A)^-½``)."""
+
+    def __init__(self, snap, world: int):
+        self.A, self.v_star, self.J = snap.problem_matrix[world], snap.v_star[world], snap.constraint_jacobian[world]
+        self.kind, self.R = snap.constraint_kind[world], snap.constraint_compliance[world]
+        self.v_hat, self.parameter = snap.constraint_bias_velocity[world], snap.constraint_parameter[world]
+        self.D = 1.0 / np.sqrt(np.diag(self.A))
+
+    def impulses(self, v):
+        """γ (m, 3) and the block-diagonal G (3m × 3m) at ``v``."""
+        m = len(self.kind)
+        v_c = (self.J @ v).reshape(-1, 3)
+        gamma, G = np.zeros((m, 3)), np.zeros((3 * m, 3 * m))
+        for i in range(m):
+            gamma[i], G[3 * i : 3 * i + 3, 3 * i : 3 * i + 3] = constraint_impulse(
+                self.kind[i], v_c[i], self.v_hat[i], self.R[i], self.parameter[i]
+            )
+        return gamma, G
+
+    def gradient(self, v):
+        """``∇ℓ(v) = A (v − v*) − Jᵀγ`` and ``Jᵀγ``."""
+        jt_gamma = self.J.T @ self.impulses(v)[0].ravel()
+        return self.A @ (v - self.v_star) - jt_gamma, jt_gamma
+
+    def scaled_norms(self, v, grad, jt_gamma):
+        """``‖D∇ℓ‖`` and the scale ``max(‖D A v‖, ‖D Jᵀγ‖)`` of the optimality test, from ``gradient(v)``."""
+        D = self.D
+        return np.linalg.norm(D * grad), max(np.linalg.norm(D * (self.A @ v)), np.linalg.norm(D * jt_gamma))
+
+    def relative_residual(self, v) -> float:
+        """``‖D∇ℓ‖ / max(‖D A v‖, ‖D Jᵀγ‖)`` at ``v`` (its scale floored at float32's smallest normal)."""
+        residual, scale = self.scaled_norms(v, *self.gradient(v))
+        return float(residual / max(scale, np.finfo(np.float32).tiny))
+
+
 def solve_sap_problem(snap, world: int, v_start=None, rel_tolerance=1e-12, max_iterations=100) -> np.ndarray:
     """The minimizer [m/s, rad/s] of ``½ (v − v*)ᵀ A (v − v*) + Σ_i ℓ_i(J_i v)`` over the step's constraints in
     ``world`` of ``snap``, from ``v_start`` (default v*), to ``‖D∇ℓ‖ ≤ rel_tolerance max(‖D A v‖, ‖D Jᵀγ‖)``,
     ``D = diag(A)^-½``."""
-    A, v_star, J = snap.problem_matrix[world], snap.v_star[world], snap.constraint_jacobian[world]
-    kind, R = snap.constraint_kind[world], snap.constraint_compliance[world]
-    v_hat, parameter = snap.constraint_bias_velocity[world], snap.constraint_parameter[world]
-    D = 1.0 / np.sqrt(np.diag(A))
-
-    def impulses(v):
-        """γ (m, 3) and the block-diagonal G (3m × 3m) at ``v``."""
-        v_c = (J @ v).reshape(-1, 3)
-        gamma, G = np.zeros((len(kind), 3)), np.zeros((3 * len(kind), 3 * len(kind)))
-        for i in range(len(kind)):
-            gamma[i], G[3 * i : 3 * i + 3, 3 * i : 3 * i + 3] = constraint_impulse(
-                kind[i], v_c[i], v_hat[i], R[i], parameter[i]
-            )
-        return gamma, G
-
-    def gradient(v):
-        jt_gamma = J.T @ impulses(v)[0].ravel()
-        return A @ (v - v_star) - jt_gamma, jt_gamma
-
-    v = np.array(v_star if v_start is None else v_start, np.float64)
+    problem = WorldProblem(snap, world)
+    v = np.array(problem.v_star if v_start is None else v_start, np.float64)
     for _ in range(max_iterations):
-        grad, jt_gamma = gradient(v)
-        if np.linalg.norm(D * grad) <= rel_tolerance * max(np.linalg.norm(D * (A @ v)), np.linalg.norm(D * jt_gamma)):
+        grad, jt_gamma = problem.gradient(v)
+        residual, scale = problem.scaled_norms(v, grad, jt_gamma)
+        if residual <= rel_tolerance * scale:
             break
-        dv = -np.linalg.solve(A + J.T @ impulses(v)[1] @ J, grad)
+        dv = -np.linalg.solve(problem.A + problem.J.T @ problem.impulses(v)[1] @ problem.J, grad)
         lo, hi = 0.0, 1.5  # the convex cost's slope along dv rises from negative: bisect for its root
-        if gradient(v + hi * dv)[0] @ dv <= 0.0:
+        if problem.gradient(v + hi * dv)[0] @ dv <= 0.0:
             lo = hi
         for _ in range(60):
             if hi - lo <= 1e-15:
                 break
             mid = 0.5 * (lo + hi)
-            if gradient(v + mid * dv)[0] @ dv < 0.0:
+            if problem.gradient(v + mid * dv)[0] @ dv < 0.0:
                 lo = mid
             else:
                 hi = mid
