@@ -328,6 +328,86 @@ def _allegro_targets(model: newton.Model, t: float) -> np.ndarray:
     return per_world.ravel().astype(np.float32)
 
 
+GRIPPER_CUBE_MASS = 0.2
+"""Mass [kg] of the gripper scene's cube."""
+GRIPPER_CUBE_HALF = 0.025
+"""Half size [m] of the gripper scene's cube (a 5 cm cube)."""
+GRIPPER_MU = 0.5
+"""Friction coefficient of every shape of the gripper scene."""
+GRIPPER_PAD_HALF = (0.01, 0.02, 0.04)
+"""Half sizes [m] of the gripper scene's finger pads (x: toward the cube)."""
+GRIPPER_PAD_Z = 0.05
+"""Height [m] of the finger pads' centres at the start."""
+GRIPPER_OPENING = 0.003
+"""Gap [m] between each finger pad and the cube's face at the start."""
+GRIPPER_LIFT = (0.3, 1.3, 0.2)
+"""The palm's lift: from time 0.3 s to 1.3 s [s] it rises by 0.2 m (smoothstep: at most 1.2 m/s²)."""
+
+
+def gripper_threshold(gravity: float = 9.81) -> float:
+    """The squeeze [N] at which the gripper scene's fingers just hold its cube on friction: ``m g / (2 μ)``."""
+    return GRIPPER_CUBE_MASS * gravity / (2.0 * GRIPPER_MU)
+
+
+def gripper_builder(squeeze: float, lifting: bool = True) -> newton.ModelBuilder:
+    """One world: a parallel gripper around a free 5 cm, 200 g cube (μ 0.5 on every shape) whose bottom face lies at
+    z = 0. Two finger pads (2 × 4 × 8 cm, 64 g, centred at z = 5 cm) slide along x on prismatic joints of a palm
+    (at z = 12 cm), 3 mm from the cube's faces, under position drives (Kp 2000 N/m, Kd 20 N·s/m) aimed 2 cm past
+    those faces and saturated at their effort limit ``squeeze`` [N]: each presses the cube with that force, and
+    friction alone carries it, up to ``2 μ squeeze`` (:func:`gripper_threshold`). ``lifting``: the palm rides a
+    prismatic joint along z under a position drive (Kp 1e4 N/m, Kd 130 N·s/m, target 0 at the start,
+    :func:`_gripper_targets`); else it is welded to the world and the cube starts 4 cm higher, its top face flush
+    with the pads' (nothing under it: with a squeeze below the threshold it slides 6 cm down the pads at
+    ``g − 2 μ squeeze / m`` before it leaves them)."""
+    cube_half, pad = GRIPPER_CUBE_HALF, GRIPPER_PAD_HALF
+    hand = newton.ModelBuilder()
+    cfg = newton.ModelBuilder.ShapeConfig(mu=GRIPPER_MU, density=1000.0)
+    palm_at = wp.transform((0.0, 0.0, 0.12), wp.quat_identity())
+    palm = hand.add_link(xform=palm_at, label="palm")
+    hand.add_shape_box(palm, hx=0.06, hy=0.03, hz=0.01, cfg=cfg)
+    if lifting:
+        joints = [hand.add_joint_prismatic(-1, palm, parent_xform=palm_at, axis=(0.0, 0.0, 1.0), target_ke=1.0e4,
+                                           target_kd=130.0, actuator_mode=newton.JointTargetMode.POSITION,
+                                           label="lift")]  # fmt: skip
+    else:
+        joints = [hand.add_joint_fixed(-1, palm, parent_xform=palm_at)]
+    for side in (1.0, -1.0):
+        x = side * (cube_half + pad[0] + GRIPPER_OPENING)
+        finger = hand.add_link(
+            xform=wp.transform((x, 0.0, GRIPPER_PAD_Z), wp.quat_identity()), label=f"finger_{side:+.0f}"
+        )
+        hand.add_shape_box(finger, hx=pad[0], hy=pad[1], hz=pad[2], cfg=cfg)
+        joints.append(hand.add_joint_prismatic(
+            palm, finger, parent_xform=wp.transform((x, 0.0, GRIPPER_PAD_Z - 0.12), wp.quat_identity()),
+            axis=(-side, 0.0, 0.0), target_ke=2000.0, target_kd=20.0, effort_limit=squeeze, limit_lower=-0.02,
+            limit_upper=0.05, actuator_mode=newton.JointTargetMode.POSITION, label=f"finger_{side:+.0f}",
+        ))  # fmt: skip
+        hand.joint_target_q[-1] = GRIPPER_OPENING + 0.02  # [m] along the axis, toward the cube
+    hand.add_articulation(joints)
+    cube_z = cube_half if lifting else GRIPPER_PAD_Z + pad[2] - cube_half
+    cube = hand.add_body(xform=wp.transform((0.0, 0.0, cube_z), wp.quat_identity()), label="cube")
+    density = GRIPPER_CUBE_MASS / (2.0 * cube_half) ** 3
+    hand.add_shape_box(cube, hx=cube_half, hy=cube_half, hz=cube_half,
+                       cfg=newton.ModelBuilder.ShapeConfig(mu=GRIPPER_MU, density=density))  # fmt: skip
+    return hand
+
+
+def gripper_lift(worlds: int) -> newton.Model:
+    """:func:`gripper_builder` squeezing at 1.5 times :func:`gripper_threshold` (enough for the lift's 1.2 m/s²),
+    the cube resting on a ground plane."""
+    return _replicate(gripper_builder(1.5 * gripper_threshold()), worlds)
+
+
+def _gripper_targets(model: newton.Model, t: float) -> np.ndarray:
+    """The palm's height along :data:`GRIPPER_LIFT` (smoothstep), the fingers' targets as built."""
+    start, end, height = GRIPPER_LIFT
+    s = np.clip((t - start) / (end - start), 0.0, 1.0)
+    targets = model.joint_target_q.numpy().copy()
+    per_world = targets.reshape(max(model.world_count, 1), -1)
+    per_world[:, 0] = height * s * s * (3.0 - 2.0 * s)
+    return per_world.ravel()
+
+
 SCENES: dict[str, Scene] = {
     "double_cartpole": Scene(
         "double pendulum on a cart, chaotic, no contacts (energy drift is the check)",
@@ -357,6 +437,13 @@ SCENES: dict[str, Scene] = {
         allegro_cube,
         seconds=3.0,
         targets=_allegro_targets,
+        traced_body="cube",
+    ),
+    "gripper_lift": Scene(
+        "parallel gripper squeezes a 200 g cube at 1.5x its friction threshold and lifts it 20 cm",
+        gripper_lift,
+        seconds=2.5,
+        targets=_gripper_targets,
         traced_body="cube",
     ),
 }
