@@ -58,7 +58,7 @@ import numpy as np
 import warp as wp
 
 from .joint_constraints import newton_drive_dofs
-from .topology import Topology, entity_list, model_labels, name_list, scalar_tree_dofs
+from .topology import ModelError, Topology, entity_list, model_labels, name_list, scalar_tree_dofs
 
 wp.set_module_options({"enable_backward": False})  # forward only: the solver builds no adjoints
 
@@ -156,6 +156,15 @@ def warn_mujoco_actuation(model: newton.Model, topo: Topology, stacklevel: int) 
                 UserWarning,
                 stacklevel=stacklevel,
             )
+        rows = np.nonzero(_damped_or_armatured(model, count) & ~direct)[0]
+        if len(rows):
+            warnings.warn(
+                f"the actuator damping or armature of {_actuator_names(model, rows)}, joint drives imported from MJCF, "
+                f"{_verb(rows)} not applied by SolverSAP (SolverMuJoCo applies them): add them to the joint's "
+                "joint_damping and joint_armature",
+                UserWarning,
+                stacklevel=stacklevel,
+            )
         rows = _unresolved_drive_dampratio(model, count)
         if len(rows):
             warnings.warn(
@@ -166,9 +175,10 @@ def warn_mujoco_actuation(model: newton.Model, topo: Topology, stacklevel: int) 
                 stacklevel=stacklevel,
             )
 
-    routed = getattr(mj, "jnt_actgravcomp", None)
-    if routed is not None and model.joint_count:
-        joints = np.nonzero(routed.numpy()[: model.joint_count])[0]
+    routed = getattr(mj, "jnt_actgravcomp", None)  # per dof (Newton's JOINT_DOF frequency)
+    if routed is not None and model.joint_dof_count:
+        dofs = np.nonzero(routed.numpy()[: model.joint_dof_count])[0]
+        joints = np.unique(np.searchsorted(model.joint_qd_start.numpy(), dofs, side="right") - 1)
         if len(joints):
             names = entity_list(model_labels(model, "joint"), joints, "joint")
             warnings.warn(
@@ -177,6 +187,26 @@ def warn_mujoco_actuation(model: newton.Model, topo: Topology, stacklevel: int) 
                 "out without actuators); SolverSAP applies it as a force at the bodies' COMs",
                 UserWarning,
                 stacklevel=stacklevel,
+            )
+
+
+def check_actuator_ranges(model: newton.Model) -> None:
+    """Refuse (:class:`ModelError`, naming the actuator) a MuJoCo actuator's control or force range that MuJoCo
+    clamps by (:func:`_limited`) with a NaN bound or its lower bound above its upper: a clamp would drop the NaN
+    and pin the value to the other bound, a silently wrong force."""
+    count = _actuator_count(model)
+    if not count:
+        return
+    mj = model.mujoco
+    for kind in ("ctrl", "force"):
+        bounds = getattr(mj, f"actuator_{kind}range").numpy()[:count]
+        flag, given = getattr(mj, f"actuator_{kind}limited").numpy(), getattr(mj, f"actuator_has_{kind}range").numpy()
+        bad = _limited(flag[:count], given[:count]) & (np.isnan(bounds).any(axis=1) | (bounds[:, 0] > bounds[:, 1]))
+        if bad.any():
+            k = int(np.nonzero(bad)[0][0])
+            raise ModelError(
+                f"{_actuator_names(model, np.array([k]))} has {kind}range {bounds[k].tolist()}, by which MuJoCo "
+                "clamps; its bounds must be numbers with lower <= upper"
             )
 
 
@@ -209,10 +239,17 @@ def _scalar_actuators(model: newton.Model, topo: Topology, count: int) -> np.nda
     form = (mj.ctrl_source.numpy()[:count] == CTRL_DIRECT) & on_dof
     form &= mj.actuator_dyntype.numpy()[:count] == DYN_NONE
     form &= mj.actuator_gaintype.numpy()[:count] == GAIN_FIXED
-    for name in ("actuator_damping", "actuator_armature"):  # MuJoCo 4's actuator-level damping and armature
+    return form & ~_damped_or_armatured(model, count)
+
+
+def _damped_or_armatured(model: newton.Model, count: int) -> np.ndarray:
+    """Per actuator, whether it has MuJoCo 4's actuator-level damping or armature (neither applied by SolverSAP)."""
+    mj = model.mujoco
+    passive = np.zeros(count, bool)
+    for name in ("actuator_damping", "actuator_armature"):
         if hasattr(mj, name):
-            form &= getattr(mj, name).numpy()[:count] == 0.0
-    return form
+            passive |= getattr(mj, name).numpy()[:count] != 0.0
+    return passive
 
 
 def _actuator_count(model: newton.Model) -> int:
@@ -247,15 +284,21 @@ def _position_like(model: newton.Model, count: int) -> np.ndarray:
     return (mj.actuator_biastype.numpy()[:count] == BIAS_AFFINE) & (bias[:, 1] < 0.0) & (gain == -bias[:, 1])
 
 
-def _motors_act_at_zero_ctrl(model: newton.Model, motors: np.ndarray) -> np.ndarray:
-    """Per motor of ``motors``, whether it has a force at ctrl 0: an affine constant ``b0 ≠ 0``, or a force range
-    (where MuJoCo clamps by it) that leaves 0 out."""
+def _motors_act_at_zero_ctrl(model: newton.Model, motors: np.ndarray, clamp_ctrl: bool) -> np.ndarray:
+    """Per motor of ``motors``, whether it has a force at ctrl 0 (:func:`control_force` there, then the force range):
+    a control range that leaves 0 out (where MuJoCo clamps by it, ``clamp_ctrl`` its ``clampctrl`` flag), an affine
+    constant ``b0 ≠ 0``, or a force range that leaves 0 out."""
     mj = model.mujoco
+    u = np.zeros(len(motors))
+    if clamp_ctrl:
+        bounds = mj.actuator_ctrlrange.numpy()[motors]
+        limited = _limited(mj.actuator_ctrllimited.numpy()[motors], mj.actuator_has_ctrlrange.numpy()[motors])
+        u = np.where(limited, np.clip(u, bounds[:, 0], bounds[:, 1]), u)
     b0 = np.where(mj.actuator_biastype.numpy()[motors] == BIAS_AFFINE, mj.actuator_biasprm.numpy()[motors, 0], 0.0)
+    force = mj.actuator_gainprm.numpy()[motors, 0] * u + b0
     bounds = mj.actuator_forcerange.numpy()[motors]
     limited = _limited(mj.actuator_forcelimited.numpy()[motors], mj.actuator_has_forcerange.numpy()[motors])
-    clamped = np.clip(b0, bounds[:, 0], bounds[:, 1])
-    return np.where(limited, clamped, b0) != 0.0
+    return np.where(limited, np.clip(force, bounds[:, 0], bounds[:, 1]), force) != 0.0
 
 
 def _velocity_like(model: newton.Model, count: int) -> np.ndarray:
@@ -658,12 +701,13 @@ class MujocoActuators:
         padding = (0, self.drive_dofs.shape[0] - len(drive_dofs))
         self.drive_dofs.assign(np.pad(drive_dofs, padding, constant_values=-1))
         self.drive_dof_count = len(drive_dofs)
-        self.any = bool(len(motors)) or self.drive_dof_count > 0
-        self.act_at_zero_ctrl = self.drive_dof_count > 0 or bool(_motors_act_at_zero_ctrl(self.model, motors).any())
-        self.dof_servo_drive.zero_()  # none, where mujoco_drives does not write
-        self.dof_drive_ranges.fill_(wp.vec4(0.0, 0.0, 0.0, -1.0))
         clampctrl = getattr(mj, "flag_clampctrl", None)
         self.clamp_ctrl = int(clampctrl is None or bool(clampctrl.numpy().all()))
+        self.any = bool(len(motors)) or self.drive_dof_count > 0
+        at_zero = _motors_act_at_zero_ctrl(self.model, motors, bool(self.clamp_ctrl))
+        self.act_at_zero_ctrl = self.drive_dof_count > 0 or bool(at_zero.any())
+        self.dof_servo_drive.zero_()  # none, where mujoco_drives does not write
+        self.dof_drive_ranges.fill_(wp.vec4(0.0, 0.0, 0.0, -1.0))
 
     def launches(self) -> tuple[bool, bool, int]:
         """What a step launches for these actuators: whether with a ``ctrl`` (``any``), whether without one, and over

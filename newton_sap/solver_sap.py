@@ -35,7 +35,7 @@ from .model_checks import (
     warn_body_velocities_without_joint_velocities,
     warn_disabled_tree_joints,
 )
-from .mujoco_actuation import mujoco_actuators, warn_mujoco_actuation
+from .mujoco_actuation import check_actuator_ranges, mujoco_actuators, warn_mujoco_actuation
 from .mujoco_equalities import warn_half_enabled, warn_mujoco_only_rows, warn_soft_rows
 from .mujoco_options import warn_mujoco_option_flags
 from .observables import (
@@ -298,6 +298,7 @@ class SolverSAP(newton.solvers.SolverBase):
             warn_soft_rows(model, stacklevel=4)
         drives = F.ACTUATOR_PROPERTIES | F.JOINT_DOF_PROPERTIES | F.JOINT_DOF_FORCE_PROPERTIES  # gains and modes
         if flags & drives:  # servos give way to Newton's drives, which take their actuators' ranges
+            check_actuator_ranges(model)
             warn_mujoco_actuation(model, topo, stacklevel=4)
         damping = drives | inertial  # what dampratio's damping depends on
         if flags & (damping | F.MODEL_PROPERTIES) and self._actuators is not None:

@@ -221,6 +221,60 @@ def test_motor_damping_and_routed_gravity_compensation_are_named():
     assert spin_after_one_step(model, [1.0]) == 0.0
 
 
+def test_routed_gravity_compensation_below_a_free_base_names_its_hinge():
+    """``jnt_actgravcomp`` is per dof: on a hinge below a FREE base (dof 6 of joint 1) the warning names that hinge,
+    where reading the flags by joint index named no joint."""
+    mjcf = """
+<mujoco>
+  <worldbody>
+    <body name="base" pos="0 0 1">
+      <freejoint name="root"/>
+      <geom type="box" size="0.1 0.1 0.1" mass="1"/>
+      <body name="link">
+        <joint name="elbow" type="hinge" axis="0 1 0" actuatorgravcomp="true"/>
+        <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.04" mass="1"/>
+      </body>
+    </body>
+  </worldbody>
+  <actuator><motor joint="elbow"/></actuator>
+</mujoco>"""
+    with pytest.warns(UserWarning) as record:
+        newton_sap.SolverSAP(mjcf_model(mjcf))
+    named = [str(w.message) for w in record if "gravity compensation" in str(w.message)]
+    assert len(named) == 1 and re.match(r"gravity compensation of joint 1 \('.*elbow'\) is routed", named[0])
+
+
+def test_actuator_damping_and_armature_of_an_imported_drive_are_named():
+    """A ``<position>`` imported as Newton's joint drive keeps its actuator ``damping`` and ``armature`` only for
+    SolverMuJoCo: SolverSAP names them (they would slow the disk: MuJoCo's q after 0.1 s is 0.15 rad, SolverSAP's
+    0.51)."""
+    model = disk_on_hinge("", '<position joint="axle" kp="10" damping="2" armature="0.04"/>')
+    with pytest.warns(UserWarning, match=r"actuator damping or armature of actuator 0 \(joint '.*axle'\)"):
+        newton_sap.SolverSAP(model)
+
+
+@pytest.mark.parametrize(
+    "name, entry, value",
+    [("actuator_ctrlrange", (0, 1), np.nan), ("actuator_forcerange", (0, 0), 5.0)],
+    ids=["nan-ctrlrange", "inverted-forcerange"],
+)
+def test_a_bad_actuator_range_is_refused_naming_the_actuator(name, entry, value):
+    """A range MuJoCo clamps by with a NaN bound (a clamp would drop it and pin the force to the other bound) or its
+    lower bound above its upper is refused at construction and by ``notify_model_changed``."""
+    actuator = '<motor joint="axle" ctrlrange="-1 1" forcerange="-2 2"/>'
+    model = disk_on_hinge("", actuator)
+    solver = newton_sap.SolverSAP(model)
+    array = getattr(model.mujoco, name)
+    values = array.numpy()
+    values[entry] = value
+    array.assign(values)
+    kind = name.split("_")[1]
+    with pytest.raises(newton_sap.ModelError, match=rf"actuator 0 \(joint '.*axle'\) has {kind}"):
+        solver.notify_model_changed(newton.ModelFlags.ACTUATOR_PROPERTIES)
+    with pytest.raises(newton_sap.ModelError, match=rf"actuator 0 \(joint '.*axle'\) has {kind}"):
+        newton_sap.SolverSAP(model)
+
+
 SERVO = '<general joint="axle" gear="2" gainprm="30" biastype="affine" biasprm="0.5 -30 -2" forcerange="-10 30"/>'
 """An affine servo on the disk's hinge: ``τ = 2 clamp(30 u + 0.5 − 30 L − 2 L̇, [−10, 30])`` with the actuator length
 ``L = 2 (q + ref)``."""
@@ -251,12 +305,18 @@ def test_a_servo_is_an_implicit_pd_drive_clamped_by_its_force_range(ctrl):
 
 
 @pytest.mark.parametrize(
-    "actuator",
-    [SERVO, '<general joint="axle" gainprm="3" biastype="affine" biasprm="0.25 0 0"/>'],
+    "actuator, torque",
+    [
+        (SERVO, None),
+        ('<general joint="axle" gainprm="3" biastype="affine" biasprm="0.25 0 0"/>', 0.25),
+        ('<motor joint="axle" gear="2" ctrlrange="0.5 1"/>', 1.0),
+    ],
+    ids=["servo", "motor-with-bias", "motor-ctrlrange-without-0"],
 )
-def test_without_a_control_actuators_act_at_ctrl_zero(actuator):
-    """No ``control`` (MuJoCo's ``ctrl`` starts at 0): the servo, and a motor with a constant bias 0.25 N·m, act with
-    u = 0, as a zero control does (the motor spins the disk at ``Δt 0.25 / I``)."""
+def test_without_a_control_actuators_act_at_ctrl_zero(actuator, torque):
+    """No ``control`` (MuJoCo's ``ctrl`` starts at 0): the servo, a motor with a constant bias 0.25 N·m and a motor
+    of gear 2 whose ctrlrange [0.5, 1] clamps ctrl 0 to 0.5 act with u = 0, as a zero control does (the motors spin
+    the disk at ``Δt τ / I``, τ = 0.25 and 1 N·m, as MuJoCo does)."""
     model = disk_on_hinge('ref="20"', actuator)
     spins = []
     for control in (None, model.control()):
@@ -264,8 +324,8 @@ def test_without_a_control_actuators_act_at_ctrl_zero(actuator):
         newton_sap.SolverSAP(model).step(s0, s1, control, None, 0.01)
         spins.append(float(s1.joint_qd.numpy()[0]))
     assert spins[0] == spins[1] != 0.0
-    if actuator != SERVO:
-        assert spins[0] == pytest.approx(0.01 * 0.25 / 0.04, rel=1e-5)
+    if torque is not None:
+        assert spins[0] == pytest.approx(0.01 * torque / 0.04, rel=1e-5)
 
 
 SERVO_ARM = """
