@@ -41,6 +41,7 @@ try:  # Warp and Newton take seconds to import: a Ctrl-C then ends with one line
     wp.config.log_level = wp.LOG_WARNING  # before Warp initializes: no banner, no module-load lines
 
     from .examples.scenes import SCENES
+    from .options import FLOAT32_MAX, FLOAT32_TINY
     from .runner import SOLVERS, format_summary, run_scene
     from .viewers import RECORDING_FILES, VIEWERS, module_available, viewer_unavailable
 except (KeyboardInterrupt, ImportError):
@@ -68,6 +69,20 @@ def _positive(kind):
     return parse
 
 
+def _time_step(text):
+    """An argparse type: a time step [s], positive and within float32's normal range (the solver's kernels take it
+    in float32)."""
+    value = _positive(float)(text)
+    if not FLOAT32_TINY <= value <= FLOAT32_MAX:
+        raise argparse.ArgumentTypeError(
+            f"must be within float32's normal range [{FLOAT32_TINY:.3g}, {FLOAT32_MAX:.3g}], got {text}"
+        )
+    return value
+
+
+_time_step.__name__ = "float"
+
+
 def _unwritable(path: str) -> str | None:
     """Why the folder ``path`` cannot take the outputs (it is created if missing), or None."""
     if os.path.exists(path) and not os.path.isdir(path):
@@ -86,7 +101,7 @@ def _unwritable(path: str) -> str | None:
 def _add_run_options(parser, worlds_default):
     parser.add_argument("--worlds", type=_positive(int), default=worlds_default, help="number of worlds")
     parser.add_argument("--seconds", type=_positive(float), default=None, help="simulated time [s]")
-    parser.add_argument("--dt", type=_positive(float), default=None, help="time step [s] (scene default)")
+    parser.add_argument("--dt", type=_time_step, default=None, help="time step [s] (scene default)")
     parser.add_argument("--device", default=None, help="Warp device, e.g. cpu or cuda:0")
     parser.add_argument("--out", default="newton-sap-out", help="output folder (created if missing)")
     parser.add_argument(

@@ -27,6 +27,10 @@ class StepGraphs:
         self.graphs: dict[Hashable, wp.Graph] = {}
         self.calls = 0
 
+    def captures(self, key: Hashable) -> bool:
+        """Whether a call with ``key`` now would capture its graph (rather than launch or replay)."""
+        return self.enabled and self.calls > 0 and key not in self.graphs
+
     def __call__(self, key: Hashable, step: Callable[[], None]) -> bool:
         """Run ``step`` once (launched, or replayed from ``key``'s graph); True when this call captured
         that graph first. An exception from the capture propagates, and nothing ran."""

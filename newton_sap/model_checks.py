@@ -175,7 +175,8 @@ def check_joint_geometry(model: newton.Model) -> None:
 
 
 def check_gravity(model: newton.Model) -> None:
-    """Each world's gravity [m/s²] must be finite.
+    """Each world's gravity [m/s²] must be finite, the global world's (-1, ``model.gravity``'s last entry in a model
+    of several worlds) too.
 
     Raises:
         ModelError: naming the first world with a non-finite gravity.
@@ -183,7 +184,8 @@ def check_gravity(model: newton.Model) -> None:
     gravity = np.atleast_2d(model.gravity.numpy())
     bad = np.nonzero(~np.isfinite(gravity).all(axis=1))[0]
     if len(bad):
-        raise ModelError(f"world {int(bad[0])} has gravity {gravity[bad[0]].tolist()} [m/s^2]; it must be finite")
+        world = int(bad[0]) if bad[0] < model.world_count else -1  # a last entry past the worlds: the global one
+        raise ModelError(f"world {world} has gravity {gravity[bad[0]].tolist()} [m/s^2]; it must be finite")
 
 
 def _leaf_rotational_blocks(model: newton.Model, topo: Topology, mass, inertia, com, kinematic):

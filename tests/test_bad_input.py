@@ -106,6 +106,19 @@ def test_moving_body_of_no_world_in_several_worlds_is_refused(kinematic):
         newton_sap.SolverSAP(scene.finalize())
 
 
+def test_a_non_finite_global_gravity_names_world_minus_1():
+    """In a model of several worlds ``model.gravity`` ends with the global world's entry (world -1), not a world
+    past the last one."""
+    box = newton.ModelBuilder()
+    box.add_shape_box(box.add_body(), hx=0.1, hy=0.1, hz=0.1)
+    scene = newton.ModelBuilder()
+    scene.replicate(box, 3)
+    model = scene.finalize()
+    model.set_gravity((0.0, 0.0, float("nan")), world=-1)
+    with pytest.raises(ModelError, match=r"^world -1 has gravity"):
+        newton_sap.SolverSAP(model)
+
+
 @pytest.mark.parametrize("dt", [0.0, -1e-3, float("nan")])
 def test_non_positive_dt_raises(dt):
     model = chain()

@@ -55,6 +55,21 @@ def test_failed_capture_falls_back_to_launches(monkeypatch):
         assert fallback[key] == launched[key]
 
 
+def test_an_error_in_the_first_step_is_raised_once(monkeypatch):
+    """An error of the step itself (here the first, launched one) is not taken for a failed capture: it is raised
+    as it is, without running the step again kernel by kernel."""
+    calls = []
+
+    def failing_step(self, *args, **kwargs):
+        calls.append(1)
+        raise ValueError("the step's own error")
+
+    monkeypatch.setattr(SolverSAP, "step", failing_step)
+    with pytest.raises(ValueError, match="the step's own error") as error:
+        run_scene("box_stack", 1, 3, None, None)
+    assert len(calls) == 1 and error.value.__context__ is None
+
+
 def test_cli_run_writes_its_summary(tmp_path, capsys):
     assert main(["run", "box_stack", "--worlds", "2", "--steps", "5", "--out", str(tmp_path)]) == 0
     summary = json.loads((tmp_path / "summary.json").read_text())
@@ -96,7 +111,8 @@ def test_cli_lists_the_scenes(capsys):
 @pytest.mark.parametrize(
     "bad",
     [["--worlds", "0"], ["--dt", "-1e-3"], ["--seconds", "0"], ["--dt", "inf"], ["--seconds", "inf"],
-     ["--dt", "nan"], ["run", "nope"], ["run", "ant", "--solver", "x"], ["run", "ant", "--out", "/proc/forbidden"],
+     ["--dt", "nan"], ["--dt", "1e-50"], ["--dt", "1e39"],
+     ["run", "nope"], ["run", "ant", "--solver", "x"], ["run", "ant", "--out", "/proc/forbidden"],
      ["--device", "bogus"], ["run", "ant", "--device", "cuda:99"]],
 )  # fmt: skip
 def test_cli_refuses_bad_input_before_any_work(bad, capsys):
