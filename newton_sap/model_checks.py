@@ -176,7 +176,7 @@ def check_joint_geometry(model: newton.Model) -> None:
 
 def check_gravity(model: newton.Model) -> None:
     """Each world's gravity [m/s²] must be finite, the global world's (-1, ``model.gravity``'s last entry in a model
-    of several worlds) too.
+    with explicit worlds) too.
 
     Raises:
         ModelError: naming the first world with a non-finite gravity.

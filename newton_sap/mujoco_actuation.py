@@ -190,23 +190,31 @@ def warn_mujoco_actuation(model: newton.Model, topo: Topology, stacklevel: int) 
             )
 
 
+def _clamps_ctrl(model: newton.Model) -> bool:
+    """MuJoCo's ``clampctrl`` flag (``model.mujoco.flag_clampctrl``; on where the model has none)."""
+    clampctrl = getattr(model.mujoco, "flag_clampctrl", None)
+    return clampctrl is None or bool(clampctrl.numpy().all())
+
+
 def check_actuator_ranges(model: newton.Model) -> None:
     """Refuse (:class:`ModelError`, naming the actuator) a MuJoCo actuator's control or force range that MuJoCo
-    clamps by (:func:`_limited`) with a NaN bound or its lower bound above its upper: a clamp would drop the NaN
-    and pin the value to the other bound, a silently wrong force."""
+    clamps by (:func:`_limited`; a control range only under its ``clampctrl`` flag) with a NaN bound or its lower
+    bound not below its upper, as MuJoCo's compiler refuses it: a clamp would drop a NaN and pin the value to the
+    other bound, a silently wrong force. Also on actuators SolverSAP does not apply (the model is invalid)."""
     count = _actuator_count(model)
     if not count:
         return
     mj = model.mujoco
-    for kind in ("ctrl", "force"):
+    kinds = ("ctrl", "force") if _clamps_ctrl(model) else ("force",)
+    for kind in kinds:
         bounds = getattr(mj, f"actuator_{kind}range").numpy()[:count]
         flag, given = getattr(mj, f"actuator_{kind}limited").numpy(), getattr(mj, f"actuator_has_{kind}range").numpy()
-        bad = _limited(flag[:count], given[:count]) & (np.isnan(bounds).any(axis=1) | (bounds[:, 0] > bounds[:, 1]))
+        bad = _limited(flag[:count], given[:count]) & ~(bounds[:, 0] < bounds[:, 1])  # NaN fails the comparison
         if bad.any():
             k = int(np.nonzero(bad)[0][0])
             raise ModelError(
                 f"{_actuator_names(model, np.array([k]))} has {kind}range {bounds[k].tolist()}, by which MuJoCo "
-                "clamps; its bounds must be numbers with lower <= upper"
+                "clamps; its bounds must be numbers with lower < upper"
             )
 
 
@@ -243,12 +251,14 @@ def _scalar_actuators(model: newton.Model, topo: Topology, count: int) -> np.nda
 
 
 def _damped_or_armatured(model: newton.Model, count: int) -> np.ndarray:
-    """Per actuator, whether it has MuJoCo 4's actuator-level damping or armature (neither applied by SolverSAP)."""
+    """Per actuator, whether it has MuJoCo 4's actuator-level damping (linear, ``actuator_damping``, or polynomial,
+    ``actuator_dampingpoly``: MJCF ``damping="d0 d1 d2"``) or armature, none of which SolverSAP applies."""
     mj = model.mujoco
     passive = np.zeros(count, bool)
-    for name in ("actuator_damping", "actuator_armature"):
+    for name in ("actuator_damping", "actuator_armature", "actuator_dampingpoly"):
         if hasattr(mj, name):
-            passive |= getattr(mj, name).numpy()[:count] != 0.0
+            values = getattr(mj, name).numpy()[:count]
+            passive |= (values != 0.0).reshape(count, -1).any(axis=1)
     return passive
 
 
@@ -701,8 +711,7 @@ class MujocoActuators:
         padding = (0, self.drive_dofs.shape[0] - len(drive_dofs))
         self.drive_dofs.assign(np.pad(drive_dofs, padding, constant_values=-1))
         self.drive_dof_count = len(drive_dofs)
-        clampctrl = getattr(mj, "flag_clampctrl", None)
-        self.clamp_ctrl = int(clampctrl is None or bool(clampctrl.numpy().all()))
+        self.clamp_ctrl = int(_clamps_ctrl(self.model))
         self.any = bool(len(motors)) or self.drive_dof_count > 0
         at_zero = _motors_act_at_zero_ctrl(self.model, motors, bool(self.clamp_ctrl))
         self.act_at_zero_ctrl = self.drive_dof_count > 0 or bool(at_zero.any())

@@ -244,23 +244,34 @@ def test_routed_gravity_compensation_below_a_free_base_names_its_hinge():
     assert len(named) == 1 and re.match(r"gravity compensation of joint 1 \('.*elbow'\) is routed", named[0])
 
 
-def test_actuator_damping_and_armature_of_an_imported_drive_are_named():
-    """A ``<position>`` imported as Newton's joint drive keeps its actuator ``damping`` and ``armature`` only for
-    SolverMuJoCo: SolverSAP names them (they would slow the disk: MuJoCo's q after 0.1 s is 0.15 rad, SolverSAP's
-    0.51)."""
-    model = disk_on_hinge("", '<position joint="axle" kp="10" damping="2" armature="0.04"/>')
+@pytest.mark.parametrize("passive", ['damping="2" armature="0.04"', 'damping="0 1 0"'], ids=["linear", "polynomial"])
+def test_actuator_damping_and_armature_of_an_imported_drive_are_named(passive):
+    """A ``<position>`` imported as Newton's joint drive keeps its actuator ``damping`` (linear, or polynomial:
+    ``actuator_dampingpoly``) and ``armature`` only for SolverMuJoCo: SolverSAP names them (they would slow the disk:
+    MuJoCo's q after 0.1 s is 0.15 rad, SolverSAP's 0.51); a ``<motor>`` with polynomial damping is no plain motor:
+    not applied, named."""
+    model = disk_on_hinge("", f'<position joint="axle" kp="10" {passive}/>')
     with pytest.warns(UserWarning, match=r"actuator damping or armature of actuator 0 \(joint '.*axle'\)"):
         newton_sap.SolverSAP(model)
+    model = disk_on_hinge("", '<motor joint="axle" gear="2" damping="0 1 0"/>')
+    with pytest.warns(UserWarning, match=r"actuator 0 \(joint '.*axle'\) is driven by control.mujoco.ctrl"):
+        newton_sap.SolverSAP(model)
+    assert spin_after_one_step(model, [1.0]) == 0.0
 
 
 @pytest.mark.parametrize(
     "name, entry, value",
-    [("actuator_ctrlrange", (0, 1), np.nan), ("actuator_forcerange", (0, 0), 5.0)],
-    ids=["nan-ctrlrange", "inverted-forcerange"],
+    [
+        ("actuator_ctrlrange", (0, 1), np.nan),
+        ("actuator_forcerange", (0, 0), 5.0),
+        ("actuator_forcerange", (0, 0), 2.0),
+    ],
+    ids=["nan-ctrlrange", "inverted-forcerange", "empty-forcerange"],
 )
 def test_a_bad_actuator_range_is_refused_naming_the_actuator(name, entry, value):
     """A range MuJoCo clamps by with a NaN bound (a clamp would drop it and pin the force to the other bound) or its
-    lower bound above its upper is refused at construction and by ``notify_model_changed``."""
+    lower bound not below its upper (MuJoCo's compiler refuses both) is refused at construction and by
+    ``notify_model_changed``."""
     actuator = '<motor joint="axle" ctrlrange="-1 1" forcerange="-2 2"/>'
     model = disk_on_hinge("", actuator)
     solver = newton_sap.SolverSAP(model)

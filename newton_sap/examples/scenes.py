@@ -357,8 +357,8 @@ def gripper_builder(squeeze: float, lifting: bool = True) -> newton.ModelBuilder
     friction alone carries it, up to ``2 μ squeeze`` (:func:`gripper_threshold`). ``lifting``: the palm rides a
     prismatic joint along z under a position drive (Kp 1e4 N/m, Kd 130 N·s/m, target 0 at the start,
     :func:`_gripper_targets`); else it is welded to the world and the cube starts 4 cm higher, its top face flush
-    with the pads' (nothing under it: with a squeeze below the threshold it slides 6 cm down the pads at
-    ``g − 2 μ squeeze / m`` before it leaves them)."""
+    with the pads' (nothing under it: with a squeeze below the threshold it slides down the pads at
+    ``g − 2 μ squeeze / m``, its bottom face past their lower edge after 3 cm, until it leaves them after 8 cm)."""
     cube_half, pad = GRIPPER_CUBE_HALF, GRIPPER_PAD_HALF
     hand = newton.ModelBuilder()
     cfg = newton.ModelBuilder.ShapeConfig(mu=GRIPPER_MU, density=1000.0)
