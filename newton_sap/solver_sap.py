@@ -34,6 +34,7 @@ from .model_checks import (
     validate_shapes,
     warn_body_velocities_without_joint_velocities,
     warn_disabled_tree_joints,
+    warn_rotationally_light_bodies,
 )
 from .mujoco_actuation import check_actuator_ranges, mujoco_actuators, warn_mujoco_actuation
 from .mujoco_equalities import warn_half_enabled, warn_mujoco_only_rows, warn_soft_rows
@@ -291,6 +292,8 @@ class SolverSAP(newton.solvers.SolverBase):
             warn_mujoco_option_flags(model, stacklevel=4)  # the SolverSAP(...) or notify_model_changed call
         if flags & F.SHAPE_PROPERTIES:
             validate_shapes(model, self.options)
+        if flags & (F.BODY_PROPERTIES | F.BODY_INERTIAL_PROPERTIES | F.SHAPE_PROPERTIES):
+            warn_rotationally_light_bodies(model, stacklevel=4)  # the SolverSAP(...) or notify_model_changed call
         if flags & (F.JOINT_DOF_PROPERTIES | F.JOINT_DOF_FORCE_PROPERTIES | F.JOINT_REFERENCE_POSE_PROPERTIES):
             self._joint_rows = validate_joint_drives_and_limits(model, topo, self.options)
         if flags & F.CONSTRAINT_PROPERTIES:

@@ -106,6 +106,41 @@ def test_moving_body_of_no_world_in_several_worlds_is_refused(kinematic):
         newton_sap.SolverSAP(scene.finalize())
 
 
+def test_a_body_far_lighter_in_rotation_than_its_shapes_is_named():
+    """``add_body(mass=2.0)`` with a shape of density 0 gets Newton's inertia floor (1e-6 kg·m²): an impulse at its
+    box's corners turns it 4e4 times as much as it moves it, and the near-rigid rule softens its contacts by as much
+    (it sank 16 cm). It is named, at build and when a change of its inertia is notified; a solid box is not, nor is
+    the box once its inertia is its shape's."""
+    builder = newton.ModelBuilder()
+    hollow = builder.add_body(mass=2.0, label="hollow")
+    builder.add_shape_box(hollow, hx=0.1, hy=0.1, hz=0.1, cfg=newton.ModelBuilder.ShapeConfig(density=0.0))
+    builder.add_shape_box(builder.add_body(label="solid"), hx=0.1, hy=0.1, hz=0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Newton's own note that it raised the inertia to its floor
+        model = builder.finalize()
+
+    def named():
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            solver = newton_sap.SolverSAP(model)
+        return solver, [str(w.message) for w in record if "as much as it moves" in str(w.message)]
+
+    solver, messages = named()
+    assert len(messages) == 1 and re.match(r"body 0 \('hollow'\): .* up to 4e\+04 times", messages[0])
+    inertia = model.body_inertia.numpy()
+    inertia[0] = np.eye(3) * 2.0 * 0.2**2 / 6.0  # the solid box's
+    model.body_inertia.assign(inertia)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        solver.notify_model_changed(newton.ModelFlags.BODY_INERTIAL_PROPERTIES)
+    assert not [w for w in record if "as much as it moves" in str(w.message)]
+    assert named()[1] == []
+    inertia[0] = np.eye(3) * 1e-6
+    model.body_inertia.assign(inertia)
+    with pytest.warns(UserWarning, match=r"body 0 \('hollow'\): .* as much as it moves"):
+        solver.notify_model_changed(newton.ModelFlags.BODY_INERTIAL_PROPERTIES)
+
+
 def test_a_non_finite_global_gravity_names_world_minus_1():
     """In a model of several worlds ``model.gravity`` ends with the global world's entry (world -1), not a world
     past the last one."""
