@@ -386,7 +386,10 @@ def warn_rotationally_light_bodies(model: newton.Model, stacklevel: int) -> None
     if model.body_count == 0 or model.shape_count == 0 or lower is None or upper is None:
         return
     mass, com = model.body_mass.numpy().astype(np.float64), model.body_com.numpy().astype(np.float64)
-    moments, axes = np.linalg.eigh(model.body_inertia.numpy().astype(np.float64))  # (B, 3), (B, 3, 3) columns
+    inertia = model.body_inertia.numpy().astype(np.float64)
+    finite = np.isfinite(inertia).all(axis=(1, 2)) & np.isfinite(com).all(axis=1) & np.isfinite(mass)
+    inertia[~finite], com[~finite] = np.eye(3), 0.0  # judged by check_inertial_properties, not here
+    moments, axes = np.linalg.eigh(inertia)  # (B, 3), (B, 3, 3) columns
     shape_body = model.shape_body.numpy()
     colliding = (model.shape_flags.numpy() & int(newton.ShapeFlags.COLLIDE_SHAPES)) != 0
     lo, hi = lower.numpy().astype(np.float64), upper.numpy().astype(np.float64)
@@ -402,7 +405,7 @@ def warn_rotationally_light_bodies(model: newton.Model, stacklevel: int) -> None
     along = np.einsum("sci,sik->sck", p, axes[body])  # components along the principal axes
     reach = np.zeros((model.body_count, 3))
     np.maximum.at(reach, body, ((p * p).sum(axis=2)[:, :, None] - along * along).max(axis=1))
-    dynamic = (mass > 0.0) & ((model.body_flags.numpy() & int(newton.BodyFlags.KINEMATIC)) == 0)
+    dynamic = finite & (mass > 0.0) & ((model.body_flags.numpy() & int(newton.BodyFlags.KINEMATIC)) == 0)
     valid = dynamic & (moments > 0.0).all(axis=1)
     ratio = np.where(valid, (mass[:, None] * reach / np.where(moments > 0.0, moments, 1.0)).max(axis=1), 0.0)
     bodies = np.nonzero(ratio > TURN_OVER_MOVE_WARNING)[0]
