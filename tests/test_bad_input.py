@@ -141,6 +141,21 @@ def test_a_body_far_lighter_in_rotation_than_its_shapes_is_named():
         solver.notify_model_changed(newton.ModelFlags.BODY_INERTIAL_PROPERTIES)
 
 
+def test_a_nan_inertia_notified_with_the_shapes_alone_waits_for_its_own_check():
+    """The shapes' check (``SHAPE_PROPERTIES``) passes over a body whose inertia is NaN (no ``LinAlgError`` from its
+    principal axes); the inertial check names it when its change is notified."""
+    builder = newton.ModelBuilder()
+    builder.add_shape_box(builder.add_body(label="box"), hx=0.1, hy=0.1, hz=0.1)
+    model = builder.finalize()
+    solver = newton_sap.SolverSAP(model)
+    inertia = model.body_inertia.numpy()
+    inertia[0] = np.nan  # a whole NaN matrix: NumPy's eigh raises on it
+    model.body_inertia.assign(inertia)
+    solver.notify_model_changed(newton.ModelFlags.SHAPE_PROPERTIES)
+    with pytest.raises(ModelError, match="box.*non-finite inertia"):
+        solver.notify_model_changed(newton.ModelFlags.BODY_INERTIAL_PROPERTIES)
+
+
 def test_a_non_finite_global_gravity_names_world_minus_1():
     """In a model of several worlds ``model.gravity`` ends with the global world's entry (world -1), not a world
     past the last one."""
