@@ -802,17 +802,17 @@ rest of ``max_iterations`` to a retry that joins rows."""
 
 
 CUT_STEP_ALPHA = 0.05
-"""A world whose last step moved nothing (``NOT_MOVED``) stops at the float32 floor, but converged only if that step
-was not cut below this α or every tree is within ``TREE_FLOOR`` of its own optimum. A step of α ≥ 0.05 that moves
-nothing is Newton's own verdict that the world is at its optimum within round-off: its direction is within
-``STEP_ROUND_OFF / α`` = 2e-5 of each tree's velocity scale (a landing humanoid: α = 1.0 at a relative residual
-1.2e-3, its trees' floor; at round-off the exact line search's α is itself round-off: a 200 g cube sliding down
-between two 64 g gripper pads, 6e-7 off the float64 solve, stopped at α = 0.49 and 0.22 with a pad 1.4 and 1.2 times
-its ``TREE_FLOOR`` off, its floor set by the cube's velocities through the stiff contacts, and was reported not
-converged while this was 0.5). A step the line search cut far below is a direction that float32 could not solve: the
-direct solve of a 71-dof world of cond(D H D) = 2.6e5 came out 8 times its size off Newton's, the line search took
-α = 3.4e-5, and the world stopped 2.6e-3 of its velocity scale off the float64 solve, reported converged; now it is
-reported not converged (also the other cut steps measured: α 3.2e-5 and 2.3e-3, 5.6e-4 and 2e-5 off)."""
+"""A world whose last step moved nothing (``NOT_MOVED``) stops at the float32 floor, but converged only if that step was
+not cut below this α or every tree is within ``TREE_FLOOR`` of its own optimum. A step of α ≥ 0.05 that moves nothing
+is Newton's own verdict that the world is at its optimum within round-off: its direction is within
+``STEP_ROUND_OFF/α`` = 2e-5 of each tree's velocity scale (a landing humanoid: α = 1.0 at a relative residual 1.2e-3,
+its trees' floor; at round-off the exact line search's α is itself round-off: a 200 g cube sliding down between two
+64 g gripper pads, 6e-7 off the float64 solve, stopped at α = 0.49 and 0.22 with its worst tree 1.4 and 1.2 times its
+``TREE_FLOOR`` off and was reported not converged while this was 0.5). A step the line search cut far below is a
+direction that float32 could not solve: the direct solve of a 71-dof world of cond(D H D) = 2.6e5 came out 8 times
+its size off Newton's, the line search took α = 3.4e-5, and the world stopped 2.6e-3 of its velocity scale off the
+float64 solve, reported converged; now it is reported not converged (also the other cut steps measured: α 3.2e-5 and
+2.3e-3, 5.6e-4 and 2e-5 off)."""
 
 IMPULSE_ROUND_OFF = 1.0e-6
 """float32 resolves ``∇ℓ = A (v − v_ref) − Jᵀγ`` only to the round-off of its terms, and impulses that oppose each
