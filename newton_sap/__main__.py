@@ -129,25 +129,26 @@ def parse_args(argv):
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
         argv = ["demo", *argv]  # the demo is the default command
     args = parser.parse_args(argv)
+    error = {"demo": demo.error, "run": run.error}.get(args.command, parser.error)  # with the subcommand's usage
     if args.command == "run":
         if args.scene not in SCENES:
-            parser.error(f"unknown scene {args.scene!r}; valid: {', '.join(SCENES)}")
+            error(f"unknown scene {args.scene!r}; valid: {', '.join(SCENES)}")
         if args.solver not in SOLVERS:
-            parser.error(f"unknown solver {args.solver!r}; valid: {', '.join(SOLVERS)}")
+            error(f"unknown solver {args.solver!r}; valid: {', '.join(SOLVERS)}")
         if args.steps is not None and args.seconds is not None:
-            parser.error("give --steps or --seconds, not both")
+            error("give --steps or --seconds, not both")
         if args.solver == "mujoco" and not module_available("mujoco_warp"):
-            parser.error("--solver mujoco needs mujoco-warp: pip install 'newton-sap[bench]'")
+            error("--solver mujoco needs mujoco-warp: pip install 'newton-sap[bench]'")
     if args.command in ("demo", "run") and (why := viewer_unavailable(args.viewer)):
-        parser.error(why)
+        error(why)
     if args.command in ("demo", "run") and args.device is not None:
         try:
             wp.get_device(args.device)
         except (ValueError, RuntimeError):
             available = ", ".join(device.alias for device in wp.get_devices())
-            parser.error(f"device {args.device!r} is not available here; available: {available}")
+            error(f"device {args.device!r} is not available here; available: {available}")
     if args.command in ("demo", "run") and (why := _unwritable(args.out)):  # last: only a valid command creates it
-        parser.error(why)
+        error(why)
     return args
 
 

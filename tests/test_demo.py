@@ -118,7 +118,10 @@ def test_cli_lists_the_scenes(capsys):
 def test_cli_refuses_bad_input_before_any_work(bad, capsys):
     with pytest.raises(SystemExit):
         parse_args(bad)
-    assert "error:" in capsys.readouterr().err  # argparse's one-line message, no traceback
+    err = capsys.readouterr().err
+    assert "error:" in err  # argparse's one-line message, no traceback
+    command = "run" if bad[0] == "run" else "demo"  # the demo is the default command
+    assert f"usage: newton-sap {command} " in err and f"newton-sap {command}: error:" in err  # the subcommand's usage
 
 
 def test_energy_diagnostic_closed_form():
@@ -353,7 +356,7 @@ def test_cli_refuses_a_viewer_whose_package_is_missing(viewer, message, monkeypa
     with pytest.raises(SystemExit) as exit_info:
         main(["run", "box_stack", "--viewer", viewer])
     assert exit_info.value.code == 2
-    assert capsys.readouterr().err.splitlines()[-1] == f"newton-sap: error: {message}"
+    assert capsys.readouterr().err.splitlines()[-1] == f"newton-sap run: error: {message}"  # with the run usage
 
 
 def test_cli_refuses_the_live_viewer_without_a_display(monkeypatch, capsys):
