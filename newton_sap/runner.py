@@ -128,14 +128,14 @@ def run_scene(scene_name: str, worlds: int, steps: int | None, seconds: float | 
                 control.joint_target_q.assign(scene.targets(model, k * dt))
             start = time.perf_counter()
             key = id(s0)  # the graph of a step is keyed by the state it reads (the states alternate)
-            if step_graphs.captures(key):
-                try:
-                    capturing = step_graphs(key, lambda: advance(s0, s1))  # noqa: B023 - called at once
-                except Exception as exc:  # noqa: BLE001 - e.g. CUDA < 12.4 (no conditional nodes): launch instead
-                    step_graphs.enabled, graph_note, capturing = False, f"no ({type(exc).__name__}: {exc})", True
-                    advance(s0, s1)
-            else:  # launched (the first step) or replayed: an error here is the step's own, not a capture's
+            captures = step_graphs.captures(key)
+            try:
                 capturing = step_graphs(key, lambda: advance(s0, s1))  # noqa: B023 - called at once
+            except Exception as exc:  # noqa: BLE001 - e.g. CUDA < 12.4 (no conditional nodes): launch instead
+                if not captures:  # launched (the first step) or replayed: the step's own error, not a capture's
+                    raise
+                step_graphs.enabled, graph_note, capturing = False, f"no ({type(exc).__name__}: {exc})", True
+                advance(s0, s1)
             wp.synchronize_device(model.device)
             if k > 0 and not capturing:  # the first step compiles kernels; captures are not timed
                 elapsed += time.perf_counter() - start
