@@ -506,6 +506,8 @@ def mass_matrix_rows(
     body_flags: wp.array(dtype=wp.int32),
     joint_armature: wp.array(dtype=float),
     joint_damping: wp.array(dtype=float),
+    actuator_armature: wp.array(dtype=float),
+    actuator_damping: wp.array(dtype=float),
     joint_stiffness: wp.array(dtype=float),
     joint_rest_q: wp.array(dtype=float),
     dof_coord: wp.array(dtype=wp.int32),
@@ -533,15 +535,17 @@ def mass_matrix_rows(
 
     ``S̄_i`` is S_i about the tree point (:func:`body_inertia_and_bias`); ``F_i = I^c_{b(i)} S̄_i``; for j
     on i's dof chain ``M_ij = S̄_jᵀ F_i`` (only the subtree of b(i) is moved by both). Armature [kg·m² or
-    kg] joins the diagonal. ``τ_i = f_i − S̄_iᵀ F^c_{b(i)}`` (applied generalized force minus RNE bias), with
+    kg], the joint's and its MuJoCo actuators' (per Newton dof, ``mujoco_actuation.actuator_armature_and_damping``),
+    joins the diagonal. ``τ_i = f_i − S̄_iᵀ F^c_{b(i)}`` (applied generalized force minus RNE bias), with
     ``f_i`` Newton's ``joint_f`` of the dof (0 for FREE/DISTANCE joints, whose ``joint_f`` is a wrench that
     :func:`body_inertia_and_bias` applies).
 
-    With ``passive = 1`` the joint's damping d [N·s/m or N·m·s/rad] (every dynamic dof) and stiffness k [N/m or
-    N·m/rad] toward ``joint_rest_q`` are implicit: on scalar coordinates (REVOLUTE, PRISMATIC, D6) the step solves
-    ``M(v − v0) = Δt(τ − d v − k (q0 + Δt v − q_rest))``, i.e. ``A = M + Δt d + Δt² k`` on the diagonal and
-    ``τ_i −= d v0 + k (q0 + Δt v0 − q_rest)``; a BALL joint's stiffness acts on its error ``log(q0 q_rest⁻¹)`` through
-    the error's exact rate (:func:`ball_spring`; with equal stiffness per axis MuJoCo's ball spring torque ``−k e``).
+    With ``passive = 1`` the joint's damping d [N·s/m or N·m·s/rad] (every dynamic dof; its actuators' added) and
+    stiffness k [N/m or N·m/rad] toward ``joint_rest_q`` are implicit: on scalar coordinates (REVOLUTE, PRISMATIC,
+    D6) the step solves ``M(v − v0) = Δt(τ − d v − k (q0 + Δt v − q_rest))``, i.e. ``A = M + Δt d + Δt² k`` on the
+    diagonal and ``τ_i −= d v0 + k (q0 + Δt v0 − q_rest)``; a BALL joint's stiffness acts on its error
+    ``log(q0 q_rest⁻¹)`` through the error's exact rate (:func:`ball_spring`; with equal stiffness per axis MuJoCo's
+    ball spring torque ``−k e``).
     Writes the sparse row (``A_ii, A_i,parent(i), ...``), ``1/A_ii`` (the constraints' Delassus
     estimates) and, for dense trees when ``write_dense = 1`` (the GPU's dense free motion, PCG's
     preconditioner), both triangles of the tree's dense block.
@@ -566,7 +570,7 @@ def mass_matrix_rows(
     while j >= 0:
         Mij = dot6(dof_S_tree_in[j], Fi)
         if j == i:
-            Mij += joint_armature[dof_public[i]]
+            Mij += joint_armature[dof_public[i]] + actuator_armature[dof_public[i]]
             if kinematic_i == 1:
                 Mij = 1.0
         elif kinematic_i == 1 or dof_is_kinematic(j, dof_body, body_flags) == 1:
@@ -586,7 +590,7 @@ def mass_matrix_rows(
         tau = 0.0
     elif passive == 1:
         pub = dof_public[i]
-        d = joint_damping[pub]
+        d = joint_damping[pub] + actuator_damping[pub]
         k = float(0.0)
         spring = float(0.0)
         c = dof_coord[i]

@@ -66,8 +66,10 @@ def first_problem(problems) -> tuple[int, str] | None:
     return index, next(describe(index) for mask, describe in problems if mask[index])
 
 
-def check_inertial_properties(model: newton.Model, topo: Topology) -> None:
-    """Check the values the mass matrix is built from, naming the offending body or joint.
+def check_inertial_properties(model: newton.Model, topo: Topology, actuator_armature: np.ndarray) -> None:
+    """Check the values the mass matrix is built from, naming the offending body or joint; ``actuator_armature``
+    [kg·m² or kg] per Newton dof is what MuJoCo actuators add to ``joint_armature`` (finite, >= 0:
+    ``mujoco_actuation.check_actuator_values``).
 
     Raises:
         ModelError: a body with a negative or non-finite mass, a non-finite COM, a non-symmetric, non-finite or
@@ -111,7 +113,8 @@ def check_inertial_properties(model: newton.Model, topo: Topology) -> None:
     b, armature = topo.dof_body, model.joint_armature.numpy()[topo.dof_public]
     j = topo.dof_joint
     linear = topo.dof_public - model.joint_qd_start.numpy()[j] < model.joint_dof_dim.numpy()[j, 0]
-    massless = (subtree_mass[b] <= 0.0) & (linear | (subtree_inertia[b] <= 0.0)) & (armature <= 0.0) & ~kinematic[b]
+    no_armature = (armature <= 0.0) & (actuator_armature[topo.dof_public] <= 0.0)
+    massless = (subtree_mass[b] <= 0.0) & (linear | (subtree_inertia[b] <= 0.0)) & no_armature & ~kinematic[b]
     problems = (  # over the internal dofs
         (~(np.isfinite(armature) & (armature >= 0.0)),
          lambda i: f"has armature {armature[i]}; it must be finite and >= 0"),
@@ -120,7 +123,7 @@ def check_inertial_properties(model: newton.Model, topo: Topology) -> None:
     if found := first_problem(problems):
         i, message = found
         raise ModelError(f"{entity_label(model_labels(model, 'joint'), int(topo.dof_joint[i]), 'joint')} {message}")
-    joints, block, scale = _leaf_rotational_blocks(model, topo, mass, inertia, com, kinematic)
+    joints, block, scale = _leaf_rotational_blocks(model, topo, mass, inertia, com, kinematic, actuator_armature)
     eigenvalues = np.linalg.eigvalsh(block)
     singular = eigenvalues[:, 0] <= INERTIA_MIN_RELATIVE_EIGENVALUE * np.maximum(eigenvalues[:, -1], scale)
     if singular.any():
@@ -197,9 +200,10 @@ def check_gravity(model: newton.Model) -> None:
         raise ModelError(f"world {world} has gravity {gravity[bad[0]].tolist()} [m/s^2]; it must be finite")
 
 
-def _leaf_rotational_blocks(model: newton.Model, topo: Topology, mass, inertia, com, kinematic):
+def _leaf_rotational_blocks(model: newton.Model, topo: Topology, mass, inertia, com, kinematic, actuator_armature):
     """The tree joints whose child is a leaf (no child bodies), dynamic, with angular dofs; per joint the
-    mass-matrix block over its angular dofs at q = 0 (``Aᵀ I_M A`` plus armature, padded to 3×3 with diagonal
+    mass-matrix block over its angular dofs at q = 0 (``Aᵀ I_M A`` plus armature, the joint's and its actuators',
+    padded to 3×3 with diagonal
     entries ``scale``) and ``scale``, the body's own inertia about the joint, ``trace I_M`` plus the armature
     (1 where both are 0): ``I_M = I_c + m (|d|² 1 − d dᵀ)`` the body's inertia about the joint frame M's origin
     (``d`` the COM from it, body frame), ``A`` the axes in the body frame (M's for BALL, FREE, DISTANCE)."""
@@ -216,7 +220,7 @@ def _leaf_rotational_blocks(model: newton.Model, topo: Topology, mass, inertia, 
     I_M = inertia[b] + mass[b, None, None] * parallel_axis
     qd_start = model.joint_qd_start.numpy()
     axis = model.joint_axis.numpy().astype(np.float64)
-    armature = model.joint_armature.numpy().astype(np.float64)
+    armature = model.joint_armature.numpy().astype(np.float64) + actuator_armature
     axes = np.zeros((len(joints), 3, 3))  # columns: the angular axes in M
     arm = np.zeros((len(joints), 3))
     free_axes = np.isin(jtype[joints], (JOINT_BALL, JOINT_FREE, JOINT_DISTANCE))

@@ -39,6 +39,12 @@ model as it is, so a drive whose ``joint_target_kd`` is set back to 0 takes it a
 ``notify_model_changed`` with actuator, inertial or joint dof properties (SolverMuJoCo resolves a drive's once, at
 construction). A kinematic root counts as fixed (SolverMuJoCo's value is the free body's).
 
+MuJoCo's actuator-level ``armature`` and linear ``damping`` (MJCF ``armature``, ``damping``) act on every actuator on
+a hinge or slide dof of a tree joint, whatever drives it, as MuJoCo adds them through the gear g: ``g² armature`` on the
+dof's mass-matrix diagonal and ``g² damping`` as implicit joint damping (:func:`actuator_armature_and_damping`; g = 1
+for Newton's imported joint drives, in joint space). Polynomial damping and these terms through other transmissions
+are named in warnings.
+
 Newton's joint drive imported from a ``<position>`` (POSITION mode) or ``<velocity>`` (VELOCITY mode) takes that
 actuator's ranges (:func:`drive_sources`): its target bounded by the ``ctrlrange`` (MuJoCo's ctrl is the target plus
 the joint's ``ref`` for a position), its force by the ``forcerange`` within the joint's effort limit left by the
@@ -128,8 +134,8 @@ def warn_mujoco_actuation(model: newton.Model, topo: Topology, stacklevel: int) 
                 f"{_actuator_names(model, rows)} {_verb(rows)} driven by control.mujoco.ctrl, which only SolverMuJoCo "
                 "applies to such actuators; SolverSAP applies the MuJoCo motors and servos alone (a fixed gain, no "
                 "bias or an affine one b0 + b1 L + b2 L' with b1 <= 0 and b2 <= 0, or a dampratio b2 > 0 on a position "
-                "servo (gain = -b1), no activation dynamics, no actuator damping or armature, on a hinge or slide dof "
-                "of a tree joint) and ignores these: drive their joints by control.joint_f or Newton's joint targets",
+                "servo (gain = -b1), no activation dynamics, on a hinge or slide dof of a tree joint) and ignores "
+                "these: drive their joints by control.joint_f or Newton's joint targets",
                 UserWarning,
                 stacklevel=stacklevel,
             )
@@ -156,12 +162,14 @@ def warn_mujoco_actuation(model: newton.Model, topo: Topology, stacklevel: int) 
                 UserWarning,
                 stacklevel=stacklevel,
             )
-        rows = np.nonzero(_damped_or_armatured(model, count) & ~direct)[0]
+        rows = np.nonzero(_unapplied_passive_terms(model, topo, count))[0]
         if len(rows):
             warnings.warn(
-                f"the actuator damping or armature of {_actuator_names(model, rows)}, joint drives imported from MJCF, "
-                f"{_verb(rows)} not applied by SolverSAP (SolverMuJoCo applies them): add them to the joint's "
-                "joint_damping and joint_armature",
+                f"the actuator damping or armature of {_actuator_names(model, rows)} {_verb(rows)} not applied by "
+                'SolverSAP (MuJoCo applies them): polynomial damping (MJCF damping="d0 d1 d2"; its linear '
+                "term d0 is applied), or damping or armature on a dof that is not a hinge or slide of a tree joint, "
+                "or through a tendon, site or body transmission; add them to the joint's joint_damping and "
+                "joint_armature where they are linear",
                 UserWarning,
                 stacklevel=stacklevel,
             )
@@ -196,11 +204,13 @@ def _clamps_ctrl(model: newton.Model) -> bool:
     return clampctrl is None or bool(clampctrl.numpy().all())
 
 
-def check_actuator_ranges(model: newton.Model) -> None:
+def check_actuator_values(model: newton.Model) -> None:
     """Refuse (:class:`ModelError`, naming the actuator) a MuJoCo actuator's control or force range that MuJoCo
     clamps by (:func:`_limited`; a control range only under its ``clampctrl`` flag) with a NaN bound or its lower
     bound not below its upper, as MuJoCo's compiler refuses it: a clamp would drop a NaN and pin the value to the
-    other bound, a silently wrong force. Also on actuators SolverSAP does not apply (the model is invalid)."""
+    other bound, a silently wrong force; and a negative or non-finite actuator armature or linear damping (MuJoCo
+    compiles them, but they make the mass matrix or the step's damping indefinite). Also on actuators SolverSAP does
+    not apply (the model is invalid)."""
     count = _actuator_count(model)
     if not count:
         return
@@ -216,6 +226,42 @@ def check_actuator_ranges(model: newton.Model) -> None:
                 f"{_actuator_names(model, np.array([k]))} has {kind}range {bounds[k].tolist()}, by which MuJoCo "
                 "clamps; its bounds must be numbers with lower < upper"
             )
+    for name in ("armature", "damping"):
+        values = _actuator_values(model, f"actuator_{name}", count)
+        bad = ~(np.isfinite(values) & (values >= 0.0))
+        if bad.any():
+            k = int(np.nonzero(bad)[0][0])
+            raise ModelError(
+                f"{_actuator_names(model, np.array([k]))} has {name} {values[k]}; it must be finite and >= 0"
+            )
+
+
+def _actuator_values(model: newton.Model, name: str, count: int) -> np.ndarray:
+    """``model.mujoco.<name>`` of the first ``count`` actuators (zeros where the model has no such attribute)."""
+    values = getattr(model.mujoco, name, None)
+    return np.zeros(count) if values is None else values.numpy()[:count].astype(np.float64)
+
+
+def actuator_armature_and_damping(model: newton.Model, topo: Topology) -> tuple[np.ndarray, np.ndarray]:
+    """Per Newton dof, the armature [kg·m² or kg] and linear damping [N·m·s/rad or N·s/m] that MuJoCo actuators add
+    to the joint's: MuJoCo adds an actuator's ``armature`` a to the mass matrix and its damping ``d0`` (MJCF
+    ``damping``, ``actuator_damping``) to the passive forces through the actuator's moment, on a hinge or slide dof
+    its gear g: ``g² a`` on the dof's diagonal and ``−g² d0 q̇`` (implicit in MuJoCo's Euler and implicit
+    integrators, as ``joint_damping`` is here). Over the actuators on a hinge or slide dof of a tree joint
+    (:func:`_on_scalar_dof`), whatever drives them; an actuator imported as Newton's joint drive (CTRL_JOINT_TARGET)
+    acts in joint space, g = 1, as its stiffness does and as SolverMuJoCo's actuator for it. Zeros for a model
+    without Newton's MuJoCo attributes. The rest (polynomial terms, other transmissions) are named by
+    :func:`warn_mujoco_actuation`."""
+    armature, damping = np.zeros(model.joint_dof_count), np.zeros(model.joint_dof_count)
+    count = _actuator_count(model)
+    if count:
+        on_dof, dof = _on_scalar_dof(model, topo, count)
+        mj = model.mujoco
+        gear = np.where(mj.ctrl_source.numpy()[:count] == CTRL_DIRECT, mj.actuator_gear.numpy()[:count, 0], 1.0)
+        gear_squared = np.where(on_dof, gear.astype(np.float64) ** 2, 0.0)
+        np.add.at(armature, dof, gear_squared * _actuator_values(model, "actuator_armature", count))
+        np.add.at(damping, dof, gear_squared * _actuator_values(model, "actuator_damping", count))
+    return armature, damping
 
 
 def _on_scalar_dof(model: newton.Model, topo: Topology, count: int) -> tuple[np.ndarray, np.ndarray]:
@@ -240,26 +286,26 @@ def _ranged(model: newton.Model, count: int) -> np.ndarray:
 
 def _scalar_actuators(model: newton.Model, topo: Topology, count: int) -> np.ndarray:
     """Per actuator, whether it is driven by ``control.mujoco.ctrl`` (CTRL_DIRECT) on one scalar dof of a tree
-    joint (:func:`_on_scalar_dof`) with no activation dynamics, a fixed gain and no actuator damping or armature: the
-    form of the motors and servos."""
+    joint (:func:`_on_scalar_dof`) with no activation dynamics and a fixed gain: the form of the motors and servos
+    (their actuator armature and linear damping act apart, :func:`actuator_armature_and_damping`)."""
     mj = model.mujoco
     on_dof, _ = _on_scalar_dof(model, topo, count)
     form = (mj.ctrl_source.numpy()[:count] == CTRL_DIRECT) & on_dof
     form &= mj.actuator_dyntype.numpy()[:count] == DYN_NONE
-    form &= mj.actuator_gaintype.numpy()[:count] == GAIN_FIXED
-    return form & ~_damped_or_armatured(model, count)
+    return form & (mj.actuator_gaintype.numpy()[:count] == GAIN_FIXED)
 
 
-def _damped_or_armatured(model: newton.Model, count: int) -> np.ndarray:
-    """Per actuator, whether it has MuJoCo 4's actuator-level damping (linear, ``actuator_damping``, or polynomial,
-    ``actuator_dampingpoly``: MJCF ``damping="d0 d1 d2"``) or armature, none of which SolverSAP applies."""
-    mj = model.mujoco
-    passive = np.zeros(count, bool)
-    for name in ("actuator_damping", "actuator_armature", "actuator_dampingpoly"):
-        if hasattr(mj, name):
-            values = getattr(mj, name).numpy()[:count]
-            passive |= (values != 0.0).reshape(count, -1).any(axis=1)
-    return passive
+def _unapplied_passive_terms(model: newton.Model, topo: Topology, count: int) -> np.ndarray:
+    """Per actuator, whether it has passive terms SolverSAP does not apply: polynomial damping (MJCF ``damping="d0
+    d1 d2"`` with d1 or d2 ≠ 0, ``actuator_dampingpoly``), or armature or linear damping off the hinge and slide dofs
+    of tree joints (:func:`actuator_armature_and_damping` applies them there)."""
+    on_dof, _ = _on_scalar_dof(model, topo, count)
+    linear = (_actuator_values(model, "actuator_armature", count) != 0.0) | (
+        _actuator_values(model, "actuator_damping", count) != 0.0
+    )
+    poly = getattr(model.mujoco, "actuator_dampingpoly", None)
+    polynomial = np.zeros(count, bool) if poly is None else (poly.numpy()[:count] != 0.0).reshape(count, -1).any(1)
+    return polynomial | (linear & ~on_dof)
 
 
 def _actuator_count(model: newton.Model) -> int:

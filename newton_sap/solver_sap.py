@@ -36,7 +36,12 @@ from .model_checks import (
     warn_disabled_tree_joints,
     warn_rotationally_light_bodies,
 )
-from .mujoco_actuation import check_actuator_ranges, mujoco_actuators, warn_mujoco_actuation
+from .mujoco_actuation import (
+    actuator_armature_and_damping,
+    check_actuator_values,
+    mujoco_actuators,
+    warn_mujoco_actuation,
+)
 from .mujoco_equalities import warn_half_enabled, warn_mujoco_only_rows, warn_soft_rows
 from .mujoco_options import warn_mujoco_option_flags
 from .observables import (
@@ -240,6 +245,8 @@ class SolverSAP(newton.solvers.SolverBase):
         self._all_worlds = wp.full(max(topo.world_count, 1), 1, dtype=wp.int32, device=device)  # a mask: every world
         self._contact_overflow = zeros(2, wp.int32)  # last step's [buffer full, contacts dropped] (SolverStats)
         self._zero_joint_f = zeros(max(model.joint_dof_count, 1))
+        self._actuator_armature = zeros(max(model.joint_dof_count, 1))  # MuJoCo actuators' per Newton dof [kg·m², kg]
+        self._actuator_damping = zeros(max(model.joint_dof_count, 1))  # and their linear damping [N·m·s/rad, N·s/m]
         self._zero_body_f = zeros(nb, wp.spatial_vector)
         self._zero_body_gravcomp = zeros(nb)
         self._reference_state = None  # MuJoCo's qpos0, made the first time a dampratio is resolved
@@ -277,10 +284,17 @@ class SolverSAP(newton.solvers.SolverBase):
         if flags & F.JOINT_PROPERTIES:
             warn_disabled_tree_joints(model, topo)
             check_joint_geometry(model)
+        drives = F.ACTUATOR_PROPERTIES | F.JOINT_DOF_PROPERTIES | F.JOINT_DOF_FORCE_PROPERTIES  # gains and modes
+        if flags & drives:
+            check_actuator_values(model)
+            armature, damping = actuator_armature_and_damping(model, topo)
+            self._actuator_armature.assign(np.pad(armature, (0, self._actuator_armature.shape[0] - len(armature))))
+            self._actuator_damping.assign(np.pad(damping, (0, self._actuator_damping.shape[0] - len(damping))))
         inertial = F.BODY_PROPERTIES | F.BODY_INERTIAL_PROPERTIES  # masses, inertias, COMs, body flags
         inertial |= F.JOINT_DOF_PROPERTIES | F.JOINT_DOF_INERTIAL_PROPERTIES | F.JOINT_PROPERTIES  # armature, frames
+        inertial |= F.ACTUATOR_PROPERTIES  # the actuators' armature
         if flags & inertial:
-            check_inertial_properties(model, topo)
+            check_inertial_properties(model, topo, self._actuator_armature.numpy()[: model.joint_dof_count])
             if model.body_count:  # masses, COMs and joint frames place the FREE joints' pivots
                 T = self._topo
                 wp.launch(kinematics.free_joint_pivots, dim=model.body_count,
@@ -299,9 +313,7 @@ class SolverSAP(newton.solvers.SolverBase):
         if flags & F.CONSTRAINT_PROPERTIES:
             warn_mujoco_only_rows(model, stacklevel=4)  # the SolverSAP(...) or notify_model_changed call
             warn_soft_rows(model, stacklevel=4)
-        drives = F.ACTUATOR_PROPERTIES | F.JOINT_DOF_PROPERTIES | F.JOINT_DOF_FORCE_PROPERTIES  # gains and modes
         if flags & drives:  # servos give way to Newton's drives, which take their actuators' ranges
-            check_actuator_ranges(model)
             warn_mujoco_actuation(model, topo, stacklevel=4)
         damping = drives | inertial  # what dampratio's damping depends on
         if flags & (damping | F.MODEL_PROPERTIES) and self._actuators is not None:
@@ -714,8 +726,9 @@ class SolverSAP(newton.solvers.SolverBase):
             inputs=[
                 T.dof_public, T.dof_body, T.dof_parent, T.dof_depth, T.dof_tree, T.dof_row_start,
                 T.dof_dense_offset, T.dof_local, T.tree_dof_count, T.body_tree, model.body_flags, model.joint_armature,
-                model.joint_damping, model.joint_stiffness, model.joint_rest_q, T.dof_coord, T.dof_ball_quat,
-                T.dof_ball_axis, T.dof_joint, model.joint_type, dt, step_terms, self._dense_blocks_used, state.joint_q,
+                model.joint_damping, self._actuator_armature, self._actuator_damping, model.joint_stiffness,
+                model.joint_rest_q, T.dof_coord, T.dof_ball_quat, T.dof_ball_axis, T.dof_joint, model.joint_type, dt,
+                step_terms, self._dense_blocks_used, state.joint_q,
                 self._v0, self._dof_S_tree, self._composite_inertia, self._composite_force, joint_f,
             ],
             outputs=[self._rows, self._dense, self._tau, self._A_inv_diag],

@@ -209,16 +209,11 @@ def test_a_non_finite_control_fails_its_world_alone():
     assert np.array_equal(qd[14:], clean[14:])
 
 
-def test_motor_damping_and_routed_gravity_compensation_are_named():
-    """A ``<motor>`` with MuJoCo 4's actuator damping is not a plain motor: not applied, named; a joint whose gravity
-    compensation MuJoCo routes through its actuators (``actuatorgravcomp``) is named."""
-    model = disk_on_hinge('actuatorgravcomp="true"', '<motor joint="axle" gear="2" damping="0.5"/>')
-    with pytest.warns(UserWarning) as record:
+def test_routed_gravity_compensation_is_named():
+    """A joint whose gravity compensation MuJoCo routes through its actuators (``actuatorgravcomp``) is named."""
+    model = disk_on_hinge('actuatorgravcomp="true"', '<motor joint="axle" gear="2"/>')
+    with pytest.warns(UserWarning, match=r"gravity compensation of joint 0 \('.*axle'\) is routed"):
         newton_sap.SolverSAP(model)
-    messages = [str(w.message) for w in record]
-    assert [m for m in messages if re.match(r"actuator 0 \(joint '.*axle'\) is driven by control.mujoco.ctrl", m)]
-    assert [m for m in messages if re.match(r"gravity compensation of joint 0 \('.*axle'\) is routed", m)]
-    assert spin_after_one_step(model, [1.0]) == 0.0
 
 
 def test_routed_gravity_compensation_below_a_free_base_names_its_hinge():
@@ -244,19 +239,100 @@ def test_routed_gravity_compensation_below_a_free_base_names_its_hinge():
     assert len(named) == 1 and re.match(r"gravity compensation of joint 1 \('.*elbow'\) is routed", named[0])
 
 
-@pytest.mark.parametrize("passive", ['damping="2" armature="0.04"', 'damping="0 1 0"'], ids=["linear", "polynomial"])
-def test_actuator_damping_and_armature_of_an_imported_drive_are_named(passive):
-    """A ``<position>`` imported as Newton's joint drive keeps its actuator ``damping`` (linear, or polynomial:
-    ``actuator_dampingpoly``) and ``armature`` only for SolverMuJoCo: SolverSAP names them (they would slow the disk:
-    MuJoCo's q after 0.1 s is 0.15 rad, SolverSAP's 0.51); a ``<motor>`` with polynomial damping is no plain motor:
-    not applied, named."""
-    model = disk_on_hinge("", f'<position joint="axle" kp="10" {passive}/>')
+def test_a_motors_armature_and_damping_act_through_its_gear():
+    """A ``<motor gear="2" damping="0.5" armature="0.1">`` on the disk (I = 0.04 kg·m²): MuJoCo adds ``g² a = 0.4``
+    kg·m² to the mass matrix and ``g² d = 2`` N·m·s/rad of implicit damping, so one step of 10 ms from rest at ctrl 1
+    spins it at ``Δt g u / (I + g² a + Δt g² d)``."""
+    model = disk_on_hinge("", '<motor joint="axle" gear="2" damping="0.5" armature="0.1"/>')
+    assert spin_after_one_step(model, [1.0]) == pytest.approx(0.01 * 2.0 / (0.44 + 0.01 * 2.0), rel=1e-6)
+
+
+def native_mujoco_state(mjcf: str, ctrl, dt: float, steps: int) -> np.ndarray:
+    """``[qpos, qvel]`` after ``steps`` steps of ``dt`` from the initial state of MuJoCo's own compiled ``mjcf`` (CPU
+    build, its Euler integrator) with ``ctrl``."""
+    import mujoco
+
+    m = mujoco.MjModel.from_xml_string(mjcf)
+    m.opt.timestep = dt
+    d = mujoco.MjData(m)
+    d.ctrl[:] = ctrl
+    for _ in range(steps):
+        mujoco.mj_step(m, d)
+    return np.concatenate([d.qpos, d.qvel])
+
+
+def test_an_actuators_armature_gives_a_massless_slide_its_inertia():
+    """A slide moving a massless body is refused without armature (a zero mass-matrix diagonal) and accepted with an
+    actuator armature a = 0.25 kg through gear 2: one step of 10 ms at ctrl 1 moves it at ``Δt g u / (g² a)``."""
+    mjcf = """
+<mujoco>
+  <option gravity="0 0 0"/>
+  <worldbody>
+    <body name="slider">
+      <joint name="s" type="slide" axis="1 0 0"/>
+      <inertial pos="0 0 0" mass="0" diaginertia="0 0 0"/>
+    </body>
+  </worldbody>
+  <actuator><motor joint="s" gear="2" {}/></actuator>
+</mujoco>"""
+    with pytest.raises(newton_sap.ModelError, match=r"joint 0 \('.*s'\) moves only massless bodies"):
+        newton_sap.SolverSAP(mjcf_model(mjcf.format(""), gravity=ZERO_GRAVITY))
+    model = mjcf_model(mjcf.format('armature="0.25"'), gravity=ZERO_GRAVITY)
+    assert spin_after_one_step(model, [1.0]) == pytest.approx(0.01 * 2.0 / (4.0 * 0.25), rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    "actuator, ctrl_direct",
+    [
+        ('<motor joint="axle" gear="2" damping="0.5" armature="0.1"/>', True),
+        ('<position joint="axle" kp="10" gear="1.5" damping="2" armature="0.04" dampratio="0.3"/>', False),
+        ('<position joint="axle" kp="10" gear="1.5" damping="2" armature="0.04" dampratio="0.3"/>', True),
+    ],
+    ids=["motor", "imported-drive", "servo"],
+)
+def test_actuator_armature_and_damping_move_the_disk_as_mujoco_does(actuator, ctrl_direct):
+    """The disk for 0.2 s under a motor (ctrl 1), a ``<position>`` imported as Newton's joint drive (target 1 rad) and
+    the same driven by ctrl as a servo (ctrl 1.5, the length ``L = 1.5 q``), each with actuator damping and armature,
+    the last two with a ``dampratio`` (whose reflected inertia includes the armature). The state is MuJoCo's to
+    O(Δt), the gap halving with Δt (SolverSAP's implicit position term: 5.1e-3 and 1.7e-3 at Δt = 1 ms; the motor's
+    1.3e-8, float32 round-off): MuJoCo's
+    own compiled MJCF for the ctrl-driven actuators, and for the imported drive SolverMuJoCo's (CPU build), whose
+    actuator acts in joint space as Newton's drive does, without the gear (SolverMuJoCo's compiled ``dampratio``
+    damping of the servo, 0.186, is not MuJoCo's own 0.253, which SolverSAP takes). Without the damping and armature
+    the drive's q would be 0.90 rad after 0.2 s instead of 0.52."""
+    mjcf = disk_mjcf("", actuator)
+    model = mjcf_model(mjcf, gravity=ZERO_GRAVITY, ctrl_direct=ctrl_direct)
+    ctrl, target = ([1.0], None) if "motor" in actuator else ([1.5], None) if ctrl_direct else ([0.0], [1.0])
+    gaps = []
+    for dt in (1e-3, 5e-4):
+        steps = round(0.2 / dt)
+        state = hold_ctrl(model, newton_sap.SolverSAP(model), ctrl, dt, steps, target_q=target)
+        ours = np.concatenate([state.joint_q.numpy(), state.joint_qd.numpy()])
+        if ctrl_direct:
+            reference = native_mujoco_state(mjcf, ctrl, dt, steps)
+        else:
+            solver = newton.solvers.SolverMuJoCo(model, use_mujoco_cpu=True, disable_contacts=True)
+            state = hold_ctrl(model, solver, ctrl, dt, steps, target_q=target)
+            reference = np.concatenate([state.joint_q.numpy(), state.joint_qd.numpy()])
+        gaps.append(np.abs(ours - reference).max())
+    assert gaps[0] < 1e-5 if "motor" in actuator else (gaps[0] < 1e-2 and gaps[1] < 0.55 * gaps[0]), gaps
+
+
+@pytest.mark.parametrize("ctrl_direct", [False, True], ids=["imported-drive", "motor"])
+def test_polynomial_actuator_damping_is_named_and_its_linear_term_applied(ctrl_direct):
+    """``damping="d0 d1 d2"`` (``actuator_dampingpoly``) on a ``<motor>`` (driven by ctrl) and on a ``<position>``
+    imported as Newton's joint drive: SolverSAP names its polynomial terms and applies the rest, the motor's force and
+    its linear damping d0 (one step as :func:`test_a_motors_armature_and_damping_act_through_its_gear`)."""
+    actuator = (
+        '<motor joint="axle" gear="2" damping="0.5 1 0"/>'
+        if ctrl_direct
+        else '<position joint="axle" kp="10" damping="0 1 0"/>'
+    )
+    model = disk_on_hinge("", actuator)
     with pytest.warns(UserWarning, match=r"actuator damping or armature of actuator 0 \(joint '.*axle'\)"):
-        newton_sap.SolverSAP(model)
-    model = disk_on_hinge("", '<motor joint="axle" gear="2" damping="0 1 0"/>')
-    with pytest.warns(UserWarning, match=r"actuator 0 \(joint '.*axle'\) is driven by control.mujoco.ctrl"):
-        newton_sap.SolverSAP(model)
-    assert spin_after_one_step(model, [1.0]) == 0.0
+        spin = spin_after_one_step(model, [1.0])
+    if ctrl_direct:
+        assert spin == pytest.approx(0.01 * 2.0 / (0.04 + 0.01 * 2.0), rel=1e-6)
 
 
 @pytest.mark.parametrize(
@@ -265,13 +341,15 @@ def test_actuator_damping_and_armature_of_an_imported_drive_are_named(passive):
         ("actuator_ctrlrange", (0, 1), np.nan),
         ("actuator_forcerange", (0, 0), 5.0),
         ("actuator_forcerange", (0, 0), 2.0),
+        ("actuator_armature", 0, -0.1),
+        ("actuator_damping", 0, np.nan),
     ],
-    ids=["nan-ctrlrange", "inverted-forcerange", "empty-forcerange"],
+    ids=["nan-ctrlrange", "inverted-forcerange", "empty-forcerange", "negative-armature", "nan-damping"],
 )
-def test_a_bad_actuator_range_is_refused_naming_the_actuator(name, entry, value):
+def test_a_bad_actuator_value_is_refused_naming_the_actuator(name, entry, value):
     """A range MuJoCo clamps by with a NaN bound (a clamp would drop it and pin the force to the other bound) or its
-    lower bound not below its upper (MuJoCo's compiler refuses both) is refused at construction and by
-    ``notify_model_changed``."""
+    lower bound not below its upper (MuJoCo's compiler refuses both), and a negative or NaN actuator armature or
+    damping (an indefinite mass matrix or step), are refused at construction and by ``notify_model_changed``."""
     actuator = '<motor joint="axle" ctrlrange="-1 1" forcerange="-2 2"/>'
     model = disk_on_hinge("", actuator)
     solver = newton_sap.SolverSAP(model)
