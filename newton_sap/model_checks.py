@@ -261,7 +261,7 @@ def validate_joint_drives_and_limits(model: newton.Model, topo, options: SapOpti
     ball = ball_tree_dofs(model, topo)
     acting = scalar | ball  # where drives, joint friction and joint stiffness act
     dof_joint = np.repeat(np.arange(model.joint_count), model.joint_dof_dim.numpy().sum(axis=1))
-    distance_range = limited & (model.joint_type.numpy()[dof_joint] == JOINT_DISTANCE)  # documented as ignored
+    distance = model.joint_type.numpy()[dof_joint] == JOINT_DISTANCE
     damping, stiffness = model.joint_damping.numpy(), model.joint_stiffness.numpy()
     rest = np.zeros(model.joint_dof_count)  # joint_rest_q of the scalar dofs' coordinates (springs' rest positions)
     rest_q = model.joint_rest_q.numpy()
@@ -270,8 +270,11 @@ def validate_joint_drives_and_limits(model: newton.Model, topo, options: SapOpti
     ball_rest = np.zeros((model.joint_dof_count, 4))  # a BALL dof's joint's rest quaternion (x, y, z, w)
     ball_rest[topo.dof_public[ball_internal]] = rest_q[topo.dof_ball_quat[ball_internal][:, None] + np.arange(4)]
     ball_rest_bad = ~np.isfinite(ball_rest).all(axis=1) | ~(np.abs(ball_rest).max(axis=1) > 0.0)
-    ignored = (~acting & (driven | (friction > 0.0) | (stiffness > 0.0))) | (~scalar & limited & ~distance_range)
+    ignored = (~acting & (driven | (friction > 0.0) | (stiffness > 0.0))) | (~scalar & limited & ~distance)
     warn_ignored_joint_settings(model, np.unique(dof_joint[ignored]))
+    first_dof = np.arange(model.joint_dof_count) == model.joint_qd_start.numpy()[dof_joint]
+    distance_range = distance & first_dof & ((lower >= 0.0) | (upper >= 0.0))  # Newton's: no bound where negative
+    warn_unenforced_distance_ranges(model, np.unique(dof_joint[distance_range]))
     warn_unused_drive_gains(model, np.unique(dof_joint[acting & ~driven & ((ke > 0.0) | (kd > 0.0))]))
 
     def finite_at_least_zero(x):
@@ -317,6 +320,15 @@ def warn_ignored_joint_settings(model: newton.Model, joints: np.ndarray) -> None
     _warn_naming_joints(
         model, joints, "drives, joint friction and joint stiffness act only on REVOLUTE, PRISMATIC, D6 and BALL tree "
         "joints, limits only on REVOLUTE, PRISMATIC and D6 ones; ignored on {}"
+    )  # fmt: skip
+
+
+def warn_unenforced_distance_ranges(model: newton.Model, joints: np.ndarray) -> None:
+    """One warning naming the DISTANCE ``joints`` with a distance range (a bound >= 0 in the limits of their first
+    dof; ``add_joint_distance``'s default ``max_distance`` is 1 m), which the solver does not enforce."""
+    _warn_naming_joints(
+        model, joints, "DISTANCE joints are stepped as FREE joints: the distance range [min_distance, max_distance] "
+        "is not enforced on {}"
     )  # fmt: skip
 
 

@@ -77,8 +77,9 @@ class SapOptions:
             iteration is a few launches over all dofs, trees and rows, looped on the device
             (``pcg_parallel.py``; GPUs; its per-world sums are float atomics, so on a GPU repeated runs can
             differ in the last bits). None (default): ``"world"`` on the CPU, ``"dof"`` on CUDA devices.
-        raise_on_nonconvergence: Raise ``RuntimeError`` after a step in which a world did not
-            converge, instead of flagging it in ``stats``.
+        raise_on_nonconvergence: Also raise ``RuntimeError`` after a step in which a world did not
+            converge or failed, once the step's output state and ``stats`` are written (they flag it as
+            without this option). Refused inside a graph capture.
         stiction_prediction: Model sliding contacts that a Newton step takes through stiction by
             their stiction branch, and use that model's direction where it descends
             (``stiction_prediction.py``). Same solutions, far fewer Newton iterations when many contacts

@@ -146,7 +146,8 @@ class SolverSAP(newton.solvers.SolverBase):
     target, ``joint_constraints``), joint limits on the scalar coordinates alone; set elsewhere (limits on BALL
     joints, anything on FREE or DISTANCE dofs or on a loop-closing joint) they are ignored, and the
     constructor warns, naming the joints (Newton's defaults for those dofs set none of them). DISTANCE
-    joints are stepped as FREE: the distance range in their limits is ignored without a warning. Kinematic
+    joints are stepped as FREE: the distance range in their limits is not enforced, and a warning names
+    the joints that have one (``add_joint_distance``'s default ``max_distance`` is 1 m). Kinematic
     bodies (Newton's ``BodyFlags.KINEMATIC``, tree roots) are prescribed: a step passes their joint's
     ``joint_q`` and ``joint_qd`` through and moves them with that velocity (``kinematic_bodies.py``).
 

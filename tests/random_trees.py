@@ -119,8 +119,9 @@ def add_joint(builder: newton.ModelBuilder, rng, jtype: str, parent: int, body: 
         return builder.add_joint_fixed(parent, body, **frames)
     if jtype == "free":
         return builder.add_joint_free(body, parent=parent, parent_xform=_unrotated(X_p), child_xform=X_c)
-    if jtype == "distance":
-        return builder.add_joint_distance(parent, body, parent_xform=_unrotated(X_p), child_xform=X_c)
+    if jtype == "distance":  # no distance range (negative bounds): stepped as FREE, without the range's warning
+        frames = dict(parent_xform=_unrotated(X_p), child_xform=X_c)
+        return builder.add_joint_distance(parent, body, min_distance=-1.0, max_distance=-1.0, **frames)
     if jtype == "d6":
         linear, angular = _d6_axes(rng)
         return builder.add_joint_d6(parent, body, linear_axes=linear, angular_axes=angular, **frames)

@@ -438,16 +438,23 @@ def test_drives_friction_and_stiffness_on_a_ball_joint_give_no_warning(setting):
     assert not [w for w in record if "ignored on" in str(w.message)]
 
 
-def test_newtons_defaults_on_ball_free_and_distance_joints_give_no_warning():
+@pytest.mark.parametrize("max_distance", [-1.0, 1.0], ids=["no-range", "default-range"])
+def test_newtons_defaults_on_ball_free_and_distance_joints_give_no_warning_but_a_distance_range(max_distance):
+    """Newton's defaults on BALL, FREE and DISTANCE joints set nothing the solver ignores, but for a DISTANCE joint's
+    range (``add_joint_distance``'s default ``max_distance`` is 1 m; negative bounds are none), which is not
+    enforced: a warning names the joint."""
     b = ball_pendulum()
     b.add_body(mass=1.0, inertia=wp.mat33(np.eye(3, dtype=np.float32) * 1e-2))  # a FREE joint
-    link = b.add_link(mass=1.0, inertia=wp.mat33(np.eye(3, dtype=np.float32) * 1e-2))
-    b.add_articulation([b.add_joint_distance(-1, link)])  # its distance range is documented as ignored
+    link = b.add_link(mass=1.0, inertia=wp.mat33(np.eye(3, dtype=np.float32) * 1e-2), label="tethered")
+    b.add_articulation([b.add_joint_distance(-1, link, max_distance=max_distance, label="tether")])
     model = b.finalize()
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         newton_sap.SolverSAP(model)
     assert not [w for w in record if "ignored on" in str(w.message)]
+    ranges = [str(w.message) for w in record if "distance range" in str(w.message)]
+    assert len(ranges) == (max_distance >= 0.0), ranges
+    assert all(re.search(r"not enforced on joint 2 \('tether'\)", m) for m in ranges), ranges
 
 
 def test_particles_are_named_in_a_warning():
