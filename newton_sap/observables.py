@@ -76,6 +76,8 @@ def contact_forces(
     body_q: wp.array(dtype=wp.transform),
     body_tree: wp.array(dtype=wp.int32),
     tree_ref: wp.array(dtype=wp.vec3),
+    world_failed: wp.array(dtype=wp.int32),
+    c_world: wp.array(dtype=wp.int32),
     c_frame: wp.array(dtype=wp.mat33),
     c_gamma: wp.array(dtype=wp.vec3),
     c_point: wp.array(dtype=wp.vec3),
@@ -87,7 +89,8 @@ def contact_forces(
     """Per entry of the buffer's first ``capacity``: ``force_out`` the force on shape 1, ``f1 = R_WC γ / Δt``;
     ``wrench_out`` the force on body 0 and its moment, ``[−f1; (p − c0) × (−f1)]`` with ``c0`` body 0's COM at
     the step's start ``body_q`` (the origin for a shape 0 without a body). From the slot of each of the
-    ``rigid_contact_count`` contacts; zero for a contact without one and for the entries after the count
+    ``rigid_contact_count`` contacts; zero for a contact without one, for one in a world that failed this step
+    (``world_failed``: no solution, its γ a NaN or an unfinished iterate) and for the entries after the count
     (``contact_slot`` is not read there: it holds an earlier step's slots). ``body_wrench`` [internal ``[n; f]``
     about each body's tree point, about the origin for a static body] loses each contact's wrench on each of its
     two bodies (the subtree balances of ``BODY_PARENT_F``). A thread takes a run of entries."""
@@ -98,7 +101,12 @@ def contact_forces(
         wrench = wp.spatial_vector()
         if i < count:
             c = contact_slot[i]
+            failed = int(0)
             if c >= 0:
+                w = c_world[c]
+                if w >= 0:
+                    failed = world_failed[w]
+            if c >= 0 and failed == 0:
                 f1 = c_frame[c] * c_gamma[c] / dt
                 p = c_point[c]
                 b0 = shape_body[contact_shape0[i]]

@@ -2133,8 +2133,11 @@ class SapSolver:
             device=dev,
         )  # fmt: skip
 
-    def write_contact_forces(self, model, contacts, body_q, tree_ref, dt: float, wrench=None, body_wrench=None):
-        """The step's per-contact forces into ``contacts.rigid_contact_force`` and, given ``wrench`` (a
+    def write_contact_forces(
+        self, model, contacts, body_q, tree_ref, world_failed, dt: float, wrench=None, body_wrench=None
+    ):
+        """The step's per-contact forces into ``contacts.rigid_contact_force`` (zero in the worlds flagged in
+        ``world_failed``) and, given ``wrench`` (a
         contact-indexed ``spatial_vector`` array), the wrenches on body 0 into its rigid rows; given
         ``body_wrench`` (per body), each contact's wrench on each of its bodies subtracted from it, about the
         tree points ``tree_ref``. ``body_q``: the step's start poses. Conventions and units: ``observables.py``."""
@@ -2151,7 +2154,8 @@ class SapSolver:
             dim=-(-self.contact_slots // self.slots_per_thread),
             inputs=[model.shape_body, model.body_com, self.slots_per_thread, self.contact_slots, dt,
                     contacts.rigid_contact_count, contacts.rigid_contact_shape0, contacts.rigid_contact_shape1,
-                    self.contact_slot, body_q, self.T.body_tree, tree_ref, self.c_frame, self.c_gamma, self.c_point],
+                    self.contact_slot, body_q, self.T.body_tree, tree_ref, world_failed, self.c_world, self.c_frame,
+                    self.c_gamma, self.c_point],
             outputs=[force, wrench, body_wrench],
             device=self.device,
         )  # fmt: skip

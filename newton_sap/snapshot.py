@@ -66,12 +66,14 @@ class SapSnapshot:
             tangential surface velocity (``contact_constraints``).
         contact_friction: Per world, (nc,) μ; with ``contact_approximation="lagged"`` the friction bound μ n0 [N·s]
             (n0 with the stiffness of the solver's last step, ``lagged_contact.lagged_normal_impulse``).
-        contact_impulse: Per world, (nc, 3) the solved impulses γ [N·s] in the contact frames.
+        contact_impulse: Per world, (nc, 3) the solved impulses γ [N·s] in the contact frames (0 in a world
+            that failed: ``stats.failed``).
         constraint_kind: Per world, (m,) the type of every constraint of the step (contacts, drives,
             limits, joint friction, mimic, loop closures; ``constraints.dispatch`` constants): the contacts
             first, in the order of Newton's contact buffer.
         constraint_jacobian: Per world, (3·m, n): three rows per constraint (unused rows are zero).
-        constraint_impulse: Per world, (m, 3) the solved impulses [N·s] (row 0 for one-row types).
+        constraint_impulse: Per world, (m, 3) the solved impulses [N·s] (row 0 for one-row types; 0 in a
+            failed world).
         constraint_compliance: Per world, (m, 3) every constraint's regularization ``R`` (its unused rows 1),
             [kg⁻¹] for contacts, [kg⁻¹] or [(kg·m²)⁻¹] for a dof's rows.
         constraint_bias_velocity: Per world, (m, 3) every constraint's ``v̂`` [m/s or rad/s], as
@@ -175,6 +177,8 @@ def _problem_data(solver, state, control, contacts, dt, maps, snap) -> None:
     per_slot = {name: array.numpy().astype(np.float64)
                 for name, array in (("impulse", sap.c_gamma), ("compliance", sap.c_R),
                                     ("bias_velocity", sap.c_vhat), ("parameter", sap.c_param))}  # fmt: skip
+    failed = solver._world_failed.numpy().astype(bool)
+    per_slot["impulse"][(c_world >= 0) & failed[np.maximum(c_world, 0)]] = 0.0  # a failed world has no solution
     contact_names = {"impulse": "contact_impulse", "compliance": "contact_compliance",
                      "bias_velocity": "contact_bias_velocity", "parameter": "contact_friction"}  # fmt: skip
     contact_only = {  # per slot, the contacts' alone

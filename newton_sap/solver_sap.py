@@ -456,11 +456,11 @@ class SolverSAP(newton.solvers.SolverBase):
             unsupported = getattr(state_out, self.ObservableKind.BODY_PARENT_F, None)
             if unsupported is not None:  # allocated but not computed (loop joints): never an earlier step's values
                 unsupported.fill_(float("nan"))
-        if sap_runs:
+        self._flag_failed_results(v)
+        if sap_runs:  # a failed world's contacts report no force
             self._write_contact_forces(contacts, dt, observables, body_parent_f is not None)
         if body_parent_f is not None:
             self._joint_wrench_sums(body_parent_f)
-        self._flag_failed_results(v)
         wp.launch(_count_step_outcomes, dim=self.topology.world_count,
                   inputs=[self._world_failed, self._sap.world_converged], outputs=[self._world_step_counts],
                   device=self.model.device)  # fmt: skip
@@ -514,7 +514,8 @@ class SolverSAP(newton.solvers.SolverBase):
         legacy = getattr(contacts, "force", None) if contacts is not None else None
         wrench = contact_f if contact_f is not None else legacy
         body_wrench = self._subtree_wrench if parent_f else None
-        self._sap.write_contact_forces(self.model, contacts, self._body_q, self._tree_ref, dt, wrench, body_wrench)
+        self._sap.write_contact_forces(self.model, contacts, self._body_q, self._tree_ref, self._world_failed, dt,
+                                       wrench, body_wrench)  # fmt: skip
         if wrench is None:
             return
         zero_soft_rows(wrench, contacts.rigid_contact_max)

@@ -309,9 +309,11 @@ def test_a_failed_world_is_not_solved_in_a_retry():
     assert stats.iterations[1] == 0 and stats.iterations[0] > 0
 
 
-def test_the_contacts_of_a_failed_world_exert_nothing():
-    """Boxes of 1 and 50 kg resting in two worlds; then the heavy one's ``joint_f`` is NaN: its world is left out of
-    the solve, its bodies take no impulse, and its contacts report no force and a snapshot no impulse (their rows
+@pytest.mark.parametrize("push", [np.nan, 1e37], ids=["nan-input", "overflowing-solve"])
+def test_the_contacts_of_a_failed_world_exert_nothing(push):
+    """Boxes of 1 and 50 kg resting in two worlds; then the heavy one's ``joint_f`` is NaN (its world is left out of
+    the solve) or a finite 1e37 N that overflows its solve: its bodies take no impulse, and its contacts report no
+    force (the overflowing solve's had reported the warm start's 123 N each) and a snapshot no impulse (their rows
     held the last step's impulses); the light box's contacts carry its weight."""
     scene = newton.ModelBuilder()
     for mass in (1.0, 50.0):
@@ -328,7 +330,7 @@ def test_the_contacts_of_a_failed_world_exert_nothing():
     for step in range(6):
         if step == 5:
             f = control.joint_f.numpy()
-            f[6 + 2] = np.nan
+            f[6 + 2] = push
             control.joint_f.assign(f)
         pipeline.collide(s0, contacts)
         solver.step(s0, s1, control, contacts, 0.01)
