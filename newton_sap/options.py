@@ -56,7 +56,10 @@ class SapOptions:
         joint_limit_stiffness: Stiffness [N/m or N·m/rad] of every joint limit (near-rigid by
             default: the β = 0.1 clamp decides); None uses Newton's ``joint_limit_ke``.
         joint_limit_dissipation_time: Dissipation time τ_d [s] of joint limits when
-            ``joint_limit_stiffness`` is given; negative means one time step (Drake's choice).
+            ``joint_limit_stiffness`` is given: a limit violated at the step's start pushes its joint back at
+            ``violation / (Δt + τ_d)``, the same speed at every Δt (a reset past a limit; MuJoCo's soft limits
+            alike), and a loaded limit gives way by ``Δt + τ_d`` times its near-rigid compliance. Negative
+            means one time step (Drake's choice: ``violation / (2 Δt)``, violent at small Δt).
         dense_max_dofs: Trees up to this many dofs have dense blocks: on GPUs their mass matrix is
             factored densely (tiles), and PCG preconditions with these blocks. Larger trees, and on the
             CPU every tree, factor by the level-parallel tree LDLᵀ (``factorization.py``); PCG preconditions
@@ -122,7 +125,7 @@ class SapOptions:
     near_rigid_time_step: float | None = None
     friction_regularization: float = 1.0e-3
     joint_limit_stiffness: float | None = 1.0e12
-    joint_limit_dissipation_time: float = -1.0
+    joint_limit_dissipation_time: float = 0.02
     dense_max_dofs: int = 64
     dense_world_max_dofs: int = 64
     block_cholesky_max_dofs: int | None = None

@@ -145,6 +145,22 @@ def test_limit_does_not_brake_before_the_joint_reaches_it():
     assert -0.51 < q.min() < -0.5005 and abs(qd[-1]) < 0.05  # stopped by the (compliant) limit
 
 
+@pytest.mark.parametrize("dt", [0.01, 0.002, 0.0005])
+def test_a_joint_reset_past_its_limit_returns_at_a_speed_independent_of_dt(dt):
+    """A rotor (no gravity) reset at rest 0.05 rad past its upper limit (a reset with noise, a model that starts
+    outside a range) is pushed back within one step at ``−0.05 / (Δt + τ_d)``, with the default τ_d = 0.02 s about
+    2 rad/s at every Δt (MuJoCo's soft limit: 3.7-4.0 rad/s); with Drake's τ_d = Δt (``joint_limit_dissipation_time
+    = -1``) at ``0.05 / (2 Δt)``, 50 rad/s at Δt = 0.5 ms, which flung it across its range onto the other limit."""
+    b = newton.ModelBuilder(gravity=(0.0, 0.0, 0.0))
+    link = b.add_link(mass=1.0, com=wp.vec3(0.25, 0.0, 0.0), inertia=wp.mat33(np.diag([1e-3, 0.02, 0.02])))
+    b.add_articulation([b.add_joint_revolute(-1, link, axis=(0.0, 1.0, 0.0), limit_lower=-0.5, limit_upper=0.5)])
+    model = b.finalize()
+    for tau_d, time in ((None, dt + 0.02), (-1.0, 2.0 * dt)):
+        options = {} if tau_d is None else {"joint_limit_dissipation_time": tau_d}
+        _, state, _ = simulate(model, 1, dt, q0=0.55, **options)
+        assert state.joint_qd.numpy()[0] == pytest.approx(-0.05 / time, rel=1e-3)
+
+
 def test_drive_into_a_limit_outside_its_window_stops_there():
     """A stiff drive (Kp 1e4, target 1 rad) turns a link at rest (no gravity) toward its upper limit 0.05 rad away.
     SAP.md §5's window ``2 Δt max(|v0|, |v*|)`` is 0 (v* has no drive in it), so the limit's row is left out; the
