@@ -110,7 +110,8 @@ def snake_builder(links: int = 66, half: float = 0.06, gap: float = 0.005, heigh
     return robot
 
 
-def _mjcf_robot(asset: str, height: float, worlds: int) -> newton.Model:
+def _mjcf_robot(asset: str, height: float) -> newton.ModelBuilder:
+    """Newton's bundled MJCF ``asset`` as a floating robot with its root at ``height`` [m], no self-collisions."""
     robot = newton.ModelBuilder()
     robot.add_mjcf(
         newton.examples.get_asset(asset),
@@ -118,17 +119,25 @@ def _mjcf_robot(asset: str, height: float, worlds: int) -> newton.Model:
         floating=True,
         enable_self_collisions=False,
     )
-    return _replicate(robot, worlds)
+    return robot
 
 
 def ant_drop(worlds: int) -> newton.Model:
-    """Newton's MJCF ant (unactuated) dropped onto the ground; its joint limits hold it up."""
-    return _mjcf_robot("nv_ant.xml", 0.8, worlds)
+    """Newton's MJCF ant (unactuated) dropped onto the ground; its joint limits hold it up. The importer starts every
+    hinge at 0, outside the ankles' ranges (30-100°), from where the limits would swing the legs through their range
+    onto the far limit: the hinges start clamped into their ranges (as MuJoCo's ant lands, torso at 0.37 m)."""
+    robot = _mjcf_robot("nv_ant.xml", 0.8)
+    for j, kind in enumerate(robot.joint_type):
+        if kind == newton.JointType.REVOLUTE:
+            coord, dof = robot.joint_q_start[j], robot.joint_qd_start[j]
+            lower, upper = robot.joint_limit_lower[dof], robot.joint_limit_upper[dof]
+            robot.joint_q[coord] = min(max(robot.joint_q[coord], lower), upper)
+    return _replicate(robot, worlds)
 
 
 def humanoid_drop(worlds: int) -> newton.Model:
     """Newton's MJCF humanoid (unactuated) dropped onto the ground; it falls and comes to rest."""
-    return _mjcf_robot("nv_humanoid.xml", 1.4, worlds)
+    return _replicate(_mjcf_robot("nv_humanoid.xml", 1.4), worlds)
 
 
 def quadruped_pd(worlds: int) -> newton.Model:
