@@ -68,11 +68,14 @@ def pair_parameters(
     shape_ke: wp.array(dtype=float),
     shape_kd: wp.array(dtype=float),
     shape_mu: wp.array(dtype=float),
+    shape_condim: wp.array(dtype=wp.int32),
+    shape_priority: wp.array(dtype=wp.int32),
     stiffness_override: float,
     dissipation_override: float,
 ):
     """Pair stiffness ``k = kA kB / (kA + kB)`` [N/m], dissipation time ``τ = τA + τB`` [s] with
-    ``τ = kd / ke`` per shape, friction ``μ = 2 μA μB / (μA + μB)``; overrides > 0 (k) or ≥ 0 (τ) win. The series
+    ``τ = kd / ke`` per shape, friction ``μ = 2 μA μB / (μA + μB)``; overrides > 0 (k) or ≥ 0 (τ) win. μ = 0 for a
+    pair whose MuJoCo contact dimension is 1 (frictionless, :func:`pair_condim`). The series
     forms as sums of reciprocals, which stay finite for every finite material (``kA kB`` overflows float32 from
     about 1.8e19 N/m). Also the ``finite.nonfinite_part`` sum of the materials it used: a NaN μ would give μ = 0,
     an infinite ke a finite k, so the results alone do not show them."""
@@ -92,9 +95,25 @@ def pair_parameters(
         tau = kdA / kA + kdB / kB
         used += nonfinite_part(kA) + nonfinite_part(kB) + nonfinite_part(kdA) + nonfinite_part(kdB)
     mu = float(0.0)
-    if muA > 0.0 and muB > 0.0:
+    if muA > 0.0 and muB > 0.0 and pair_condim(shape0, shape1, shape_condim, shape_priority) != 1:
         mu = 2.0 / (1.0 / muA + 1.0 / muB)
     return k, tau, mu, used
+
+
+@wp.func
+def pair_condim(
+    shape0: int, shape1: int, shape_condim: wp.array(dtype=wp.int32), shape_priority: wp.array(dtype=wp.int32)
+):
+    """MuJoCo's contact dimension of a pair (MJCF geom ``condim``: 1 frictionless, 3 with friction; 4 and 6 add the
+    torsional and rolling friction this solver does not model): the higher-priority shape's (``priority``), the
+    larger of the two at equal priority (``mujoco_options.contact_dimensions``)."""
+    p0 = shape_priority[shape0]
+    p1 = shape_priority[shape1]
+    if p0 > p1:
+        return shape_condim[shape0]
+    if p1 > p0:
+        return shape_condim[shape1]
+    return wp.max(shape_condim[shape0], shape_condim[shape1])
 
 
 @wp.func
@@ -203,6 +222,8 @@ def contact_rows(
     shape_ke: wp.array(dtype=float),
     shape_kd: wp.array(dtype=float),
     shape_mu: wp.array(dtype=float),
+    shape_condim: wp.array(dtype=wp.int32),
+    shape_priority: wp.array(dtype=wp.int32),
     body_tree: wp.array(dtype=wp.int32),
     body_world: wp.array(dtype=wp.int32),
     body_last_dof: wp.array(dtype=wp.int32),
@@ -337,7 +358,7 @@ def contact_rows(
         R_WC = tangent_frame(n)
         R_CW = wp.transpose(R_WC)
         k_pair, tau, mu, used = pair_parameters(
-            s0, s1, shape_ke, shape_kd, shape_mu, stiffness_override, dissipation_override
+            s0, s1, shape_ke, shape_kd, shape_mu, shape_condim, shape_priority, stiffness_override, dissipation_override
         )
         if contact_stiffness.shape[0] > 0:  # the contacts' own properties (empty arrays: none)
             k_pair, tau, mu, used_own = per_contact_parameters(

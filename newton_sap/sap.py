@@ -102,6 +102,7 @@ from .line_search import (
 )
 from .loop_constraints import loop_rows
 from .mujoco_equalities import equality_rows, loop_joint_rows
+from .mujoco_options import contact_dimensions
 from .observables import contact_forces
 from .pcg import (
     CG_LOOSEST_TOLERANCE,
@@ -1400,6 +1401,17 @@ class SapSolver:
         self._constraint_buffers: dict[int, dict[str, wp.array]] = {}  # per capacity, kept (_allocate_constraints)
         self._allocate_constraints(0)
 
+    def read_contact_dimensions(self, model) -> None:
+        """Each shape's MuJoCo contact dimension and priority (``mujoco_options.contact_dimensions``), into arrays
+        allocated on the first call and assigned in place after (``notify_model_changed`` allocates nothing)."""
+        condim, priority = contact_dimensions(model)
+        if getattr(self, "shape_condim", None) is None:
+            self.shape_condim = wp.array(condim, dtype=wp.int32, device=self.device)
+            self.shape_priority = wp.array(priority, dtype=wp.int32, device=self.device)
+        else:
+            self.shape_condim.assign(condim)
+            self.shape_priority.assign(priority)
+
     def read_equality_rows(self, model) -> None:
         """The MuJoCo equality row each loop joint was made from (``mujoco_equalities``), and the rows' enabled
         flags (``model.mujoco.equality_constraint_enabled``, read on the device every step)."""
@@ -1510,9 +1522,9 @@ class SapSolver:
                             o.near_rigid_time_step or -1.0, o.friction_regularization, dt, int(self.parking),
                             int(o.contact_approximation == "lagged")],
                 "inputs": [
-                    model.shape_body, model.shape_material_ke, model.shape_material_kd,
-                    model.shape_material_mu, T.body_tree, T.body_world, T.body_last_dof, model.body_flags,
-                    T.dof_parent, T.dof_tree, T.dof_body, model.gravity, model.body_world,
+                    model.shape_body, model.shape_material_ke, model.shape_material_kd, model.shape_material_mu,
+                    self.shape_condim, self.shape_priority, T.body_tree, T.body_world, T.body_last_dof,
+                    model.body_flags, T.dof_parent, T.dof_tree, T.dof_body, model.gravity, model.body_world,
                 ],
                 "state": [
                     self.last_dt,

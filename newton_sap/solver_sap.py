@@ -43,7 +43,7 @@ from .mujoco_actuation import (
     warn_mujoco_actuation,
 )
 from .mujoco_equalities import warn_half_enabled, warn_mujoco_only_rows, warn_soft_rows
-from .mujoco_options import warn_mujoco_option_flags
+from .mujoco_options import warn_mujoco_only_physics, warn_mujoco_option_flags
 from .observables import (
     add_to_parents,
     body_acceleration_wrenches,
@@ -305,8 +305,10 @@ class SolverSAP(newton.solvers.SolverBase):
         if flags & F.MODEL_PROPERTIES:
             check_gravity(model)
             warn_mujoco_option_flags(model, stacklevel=4)  # the SolverSAP(...) or notify_model_changed call
+            warn_mujoco_only_physics(model, stacklevel=4)
         if flags & F.SHAPE_PROPERTIES:
             validate_shapes(model, self.options)
+            self._sap.read_contact_dimensions(model)
         if flags & (F.BODY_PROPERTIES | F.BODY_INERTIAL_PROPERTIES | F.SHAPE_PROPERTIES):
             warn_rotationally_light_bodies(model, stacklevel=4)  # the SolverSAP(...) or notify_model_changed call
         if flags & (F.JOINT_DOF_PROPERTIES | F.JOINT_DOF_FORCE_PROPERTIES | F.JOINT_REFERENCE_POSE_PROPERTIES):
