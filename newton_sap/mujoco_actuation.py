@@ -135,7 +135,8 @@ def warn_mujoco_actuation(model: newton.Model, topo: Topology, stacklevel: int) 
                 "applies to such actuators; SolverSAP applies the MuJoCo motors and servos alone (a fixed gain, no "
                 "bias or an affine one b0 + b1 L + b2 L' with b1 <= 0 and b2 <= 0, or a dampratio b2 > 0 on a position "
                 "servo (gain = -b1), no activation dynamics, on a hinge or slide dof of a tree joint) and ignores "
-                "these: drive their joints by control.joint_f or Newton's joint targets",
+                "these (their actuator armature and linear damping on a hinge or slide still act): drive their joints "
+                "by control.joint_f or Newton's joint targets",
                 UserWarning,
                 stacklevel=stacklevel,
             )

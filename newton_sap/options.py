@@ -57,8 +57,8 @@ class SapOptions:
             default: the β = 0.1 clamp decides); None uses Newton's ``joint_limit_ke``.
         joint_limit_dissipation_time: Dissipation time τ_d [s] of joint limits when
             ``joint_limit_stiffness`` is given: a limit violated at the step's start pushes its joint back at
-            ``violation / (Δt + τ_d)``, the same speed at every Δt (a reset past a limit; MuJoCo's soft limits
-            alike), and a loaded limit gives way by ``Δt + τ_d`` times its near-rigid compliance. Negative
+            ``violation / (Δt + τ_d)``, at most ``violation / τ_d`` whatever Δt (a reset past a limit; MuJoCo's
+            soft limits alike), and a loaded limit gives way by ``Δt + τ_d`` times its near-rigid compliance. Negative
             means one time step (Drake's choice: ``violation / (2 Δt)``, violent at small Δt).
         dense_max_dofs: Trees up to this many dofs have dense blocks: on GPUs their mass matrix is
             factored densely (tiles), and PCG preconditions with these blocks. Larger trees, and on the

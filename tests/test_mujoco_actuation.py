@@ -295,11 +295,10 @@ def test_actuator_armature_and_damping_move_the_disk_as_mujoco_does(actuator, ct
     the same driven by ctrl as a servo (ctrl 1.5, the length ``L = 1.5 q``), each with actuator damping and armature,
     the last two with a ``dampratio`` (whose reflected inertia includes the armature). The state is MuJoCo's to
     O(Δt), the gap halving with Δt (SolverSAP's implicit position term: 5.1e-3 and 1.7e-3 at Δt = 1 ms; the motor's
-    1.3e-8, float32 round-off): MuJoCo's
-    own compiled MJCF for the ctrl-driven actuators, and for the imported drive SolverMuJoCo's (CPU build), whose
-    actuator acts in joint space as Newton's drive does, without the gear (SolverMuJoCo's compiled ``dampratio``
-    damping of the servo, 0.186, is not MuJoCo's own 0.253, which SolverSAP takes). Without the damping and armature
-    the drive's q would be 0.90 rad after 0.2 s instead of 0.52."""
+    1.3e-8, float32 round-off): MuJoCo's own compiled MJCF for the ctrl-driven actuators, and for the imported drive
+    SolverMuJoCo's (CPU build), whose actuator acts in joint space as Newton's drive does, without the gear
+    (SolverMuJoCo's compiled ``dampratio`` damping of the servo, 0.423, is not MuJoCo's own 0.456, which SolverSAP
+    takes). Without the damping and armature the drive's q would be 1.36 rad after 0.2 s instead of 0.52."""
     mjcf = disk_mjcf("", actuator)
     model = mjcf_model(mjcf, gravity=ZERO_GRAVITY, ctrl_direct=ctrl_direct)
     ctrl, target = ([1.0], None) if "motor" in actuator else ([1.5], None) if ctrl_direct else ([0.0], [1.0])
@@ -321,18 +320,22 @@ def test_actuator_armature_and_damping_move_the_disk_as_mujoco_does(actuator, ct
 @pytest.mark.parametrize("ctrl_direct", [False, True], ids=["imported-drive", "motor"])
 def test_polynomial_actuator_damping_is_named_and_its_linear_term_applied(ctrl_direct):
     """``damping="d0 d1 d2"`` (``actuator_dampingpoly``) on a ``<motor>`` (driven by ctrl) and on a ``<position>``
-    imported as Newton's joint drive: SolverSAP names its polynomial terms and applies the rest, the motor's force and
-    its linear damping d0 (one step as :func:`test_a_motors_armature_and_damping_act_through_its_gear`)."""
-    actuator = (
-        '<motor joint="axle" gear="2" damping="0.5 1 0"/>'
-        if ctrl_direct
-        else '<position joint="axle" kp="10" damping="0 1 0"/>'
-    )
-    model = disk_on_hinge("", actuator)
+    imported as Newton's joint drive: SolverSAP names its polynomial terms and applies the rest, the actuator's force
+    and its linear damping d0 = 0.5 (through gear 2, and in joint space): one step of 10 ms from rest spins the disk
+    (I = 0.04 kg·m²) at ``Δt g u / (I + Δt g² d0)`` at ctrl 1, and at ``Δt kp / (I + Δt² kp + Δt d0)`` toward a
+    target of 1 rad (the implicit drive)."""
+    actuator = '<motor joint="axle" gear="2"' if ctrl_direct else '<position joint="axle" kp="10"'
+    model = disk_on_hinge("", actuator + ' damping="0.5 1 0"/>')
+    dt = 0.01
     with pytest.warns(UserWarning, match=r"actuator damping or armature of actuator 0 \(joint '.*axle'\)"):
-        spin = spin_after_one_step(model, [1.0])
+        solver = newton_sap.SolverSAP(model)
     if ctrl_direct:
-        assert spin == pytest.approx(0.01 * 2.0 / (0.04 + 0.01 * 2.0), rel=1e-6)
+        state = hold_ctrl(model, solver, [1.0], dt, 1)
+        expected = dt * 2.0 / (0.04 + dt * 4.0 * 0.5)
+    else:
+        state = hold_ctrl(model, solver, None, dt, 1, target_q=[1.0])
+        expected = dt * 10.0 / (0.04 + dt * dt * 10.0 + dt * 0.5)
+    assert state.joint_qd.numpy()[0] == pytest.approx(expected, rel=1e-5)
 
 
 @pytest.mark.parametrize(

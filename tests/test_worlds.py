@@ -313,8 +313,8 @@ def test_a_failed_world_is_not_solved_in_a_retry():
 def test_the_contacts_of_a_failed_world_exert_nothing(push):
     """Boxes of 1 and 50 kg resting in two worlds; then the heavy one's ``joint_f`` is NaN (its world is left out of
     the solve) or a finite 1e37 N that overflows its solve: its bodies take no impulse, and its contacts report no
-    force (the overflowing solve's had reported the warm start's 123 N each) and a snapshot no impulse (their rows
-    held the last step's impulses); the light box's contacts carry its weight."""
+    force (the overflowing solve's had reported its unfinished iterate, 131 N each) and a snapshot no impulse (their
+    rows held the last step's impulses); the light box's contacts carry its weight."""
     scene = newton.ModelBuilder()
     for mass in (1.0, 50.0):
         b = newton.ModelBuilder()
