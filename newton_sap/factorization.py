@@ -56,7 +56,9 @@ def uses_tree_ldlt(device) -> bool:
 @functools.cache
 def dense_free_motion_kernel(n: int):
     """Tile kernel for trees of exactly ``n`` dofs: ``v*[tree] = v0[tree] + Δt · chol_solve(A, τ)`` in the
-    worlds flagged in ``worlds``."""
+    worlds flagged in ``worlds``. Where A's float32 Cholesky breaks down (a pivot not positive or not finite; on CUDA
+    a failed factorization need not leave NaN behind) the tree's v* is NaN, which fails its world
+    (``SolverSAP._flag_failed_results``), as the CPU's scalar tile Cholesky does, instead of a finite wrong v*."""
 
     @wp.kernel(module="unique", module_options={"enable_backward": False})
     def dense_free_motion(
@@ -78,10 +80,19 @@ def dense_free_motion_kernel(n: int):
             return
         A = wp.tile_load(dense_blocks[t], shape=(n, n))
         L = wp.tile_cholesky(A)
+        factored = int(1)
+        for i in range(n):
+            pivot = wp.tile_extract(L, i, i)
+            if not (pivot > 0.0 and wp.isfinite(pivot)):
+                factored = 0
         tau = wp.tile_load(tau_in, shape=n, offset=start)
         x = wp.tile_cholesky_solve(L, tau)
         v0 = wp.tile_load(v0_in, shape=n, offset=start)
-        wp.tile_store(v_star_out, v0 + dt * x, offset=start)
+        if factored == 1:
+            wp.tile_store(v_star_out, v0 + dt * x, offset=start)
+        else:
+            for i in range(n):  # every thread of the block writes the same values
+                v_star_out[start + i] = wp.nan
 
     return dense_free_motion
 

@@ -308,3 +308,29 @@ def test_a_tree_local_hessian_indefinite_in_float32_is_refactored_with_a_scaled_
         reference = solve_sap_problem(snap, 0, max_iterations=300)
         assert np.abs(snap.velocity[0] - reference).max() < 2e-5
         run.step(0.01)
+
+
+@pytest.mark.parametrize("indefinite", [False, True], ids=["spd", "indefinite"])
+def test_the_dense_free_motion_is_the_cholesky_solve_or_nan_where_it_breaks_down(indefinite):
+    """The tile kernel of the dense free motion (trees up to ``dense_max_dofs`` on GPUs) on one 3-dof tree: ``v* = v0
+    + Δt A⁻¹ τ`` for an SPD A; for an A whose float32 Cholesky breaks down, NaN, which fails the world (on CUDA a
+    failed factorization need not leave NaN behind: the kernel checks the pivots; the CPU's scalar Cholesky gave NaN
+    already)."""
+    A = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]])
+    if indefinite:
+        A[2, 2] = -1.0
+    tau, v0, dt = np.array([1.0, -2.0, 0.5]), np.array([0.1, 0.2, -0.3]), 0.01
+    v_star = wp.zeros(3, dtype=float)
+    wp.launch_tiled(
+        factorization.dense_free_motion_kernel(3),
+        dim=1,
+        inputs=[wp.array([0], dtype=wp.int32), wp.array([0, 0, 0], dtype=wp.int32), dt, wp.array([1], dtype=wp.int32),
+                wp.array(A[None].astype(np.float32)), wp.array(tau.astype(np.float32)),
+                wp.array(v0.astype(np.float32))],
+        outputs=[v_star],
+        block_dim=64,
+    )  # fmt: skip
+    if indefinite:
+        assert np.isnan(v_star.numpy()).all()
+    else:
+        np.testing.assert_allclose(v_star.numpy(), v0 + dt * np.linalg.solve(A, tau), rtol=1e-5)
