@@ -44,12 +44,12 @@ def cg_begin_worlds(
     curved_count_out: wp.array(dtype=wp.int32),
 ):
     """Per world: CG runs where the world uses PCG and still iterates; forcing term η
-    (``pcg.forcing_term``); the per-world sums (columns: ``bᵀb, rᵀz, pᵀHp, rᵀr, rᵀz new``)
-    cleared; the list of curved rows emptied (thread 0)."""
+    (``pcg.forcing_term``); the per-world sums (columns: ``bᵀb, rᵀz, pᵀHp, rᵀr, rᵀz new``, and the ``rᵀr`` of the
+    iterate the last step reached) cleared; the list of curved rows emptied (thread 0)."""
     w = wp.tid()
     if w == 0:
         curved_count_out[0] = 0
-    for k in range(5):
+    for k in range(6):
         cg_sums[w, k] = 0.0
     cg_steps[w] = 0
     active = int(0)
@@ -275,15 +275,21 @@ def cg_next_worlds(
     any_iterating: wp.array(dtype=wp.int32),
 ):
     """Per iterating world: stop where ``pᵀHp ≤ 0`` or NaN (no step taken), at ``‖r‖ ≤ η ‖b‖`` or after
-    ``max_iterations`` steps (the last two: ``world_forcing`` then holds the relative residual reached, 1 if
-    unknown; the line search's float32 stall tests take only precise directions); otherwise
+    ``max_iterations`` steps (stopped short of η, ``world_forcing`` then holds the relative residual ``‖r‖ / ‖b‖``
+    of the iterate reached, as ``pcg.world_pcg`` records it; the line search's float32 stall tests take only
+    precise directions); otherwise
     ``β = rᵀz_new / rᵀz``, the new ``rᵀz`` kept and the other per-iteration sums cleared, and the loop goes on."""
     w = wp.tid()
     if cg_active[w] == 0:
         return
     if not cg_sums[w, 2] > 0.0:  # as world_pcg: a NaN pᵀHp stops the world with what it reached
         cg_active[w] = 0
-        world_forcing[w] = 1.0  # stopped short of η, how far unknown: not a precise direction
+        reached = cg_sums[w, 0]  # rᵀr of the iterate (no step taken: r = b)
+        if cg_steps[w] > 0:
+            reached = cg_sums[w, 5]
+        eta = world_forcing[w]
+        if reached > eta * eta * cg_sums[w, 0]:  # short of η: the relative residual reached, as world_pcg records
+            world_forcing[w] = wp.sqrt(reached / cg_sums[w, 0])
         return
     steps = cg_steps[w] + 1
     cg_steps[w] = steps
@@ -297,6 +303,7 @@ def cg_next_worlds(
         return
     cg_beta[w] = cg_sums[w, 4] / cg_sums[w, 1]
     cg_sums[w, 1] = cg_sums[w, 4]
+    cg_sums[w, 5] = cg_sums[w, 3]
     cg_sums[w, 2] = 0.0
     cg_sums[w, 3] = 0.0
     cg_sums[w, 4] = 0.0
@@ -357,7 +364,7 @@ class ParallelConjugateGradients:
         )
         self.active = wp.zeros(nw, dtype=wp.int32, device=device)
         self.steps = wp.zeros(nw, dtype=wp.int32, device=device)
-        self.sums = wp.zeros((nw, 5), dtype=float, device=device)
+        self.sums = wp.zeros((nw, 6), dtype=float, device=device)
         self.beta = wp.zeros(nw, dtype=float, device=device)
         self.any_iterating = wp.zeros(1, dtype=wp.int32, device=device)
         self.curved_count = wp.zeros(1, dtype=wp.int32, device=device)
