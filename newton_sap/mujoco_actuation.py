@@ -86,8 +86,9 @@ vec6 = wp.types.vector(length=6, dtype=wp.float32)
 vec10 = wp.types.vector(length=10, dtype=wp.float32)
 
 
-def _limited(flag: np.ndarray, has_range: np.ndarray) -> np.ndarray:
-    """Per actuator, whether MuJoCo clamps by the range (``limited`` on, or ``auto`` with a range given)."""
+def range_applies(flag: np.ndarray, has_range: np.ndarray) -> np.ndarray:
+    """Per entry, whether MuJoCo applies a range (its ``limited`` flag on, or ``auto`` with a range given): an
+    actuator's control or force range, a tendon's length range."""
     return (flag == LIMITED) | ((flag == AUTO) & has_range.astype(bool))
 
 
@@ -207,7 +208,7 @@ def _clamps_ctrl(model: newton.Model) -> bool:
 
 def check_actuator_values(model: newton.Model) -> None:
     """Refuse (:class:`ModelError`, naming the actuator) a MuJoCo actuator's control or force range that MuJoCo
-    clamps by (:func:`_limited`; a control range only under its ``clampctrl`` flag) with a NaN bound or its lower
+    clamps by (:func:`range_applies`; a control range only under its ``clampctrl`` flag) with a NaN bound or its lower
     bound not below its upper, as MuJoCo's compiler refuses it: a clamp would drop a NaN and pin the value to the
     other bound, a silently wrong force; and a negative or non-finite actuator armature or linear damping (MuJoCo
     compiles them, but they make the mass matrix or the step's damping indefinite). Also on actuators SolverSAP does
@@ -220,7 +221,7 @@ def check_actuator_values(model: newton.Model) -> None:
     for kind in kinds:
         bounds = getattr(mj, f"actuator_{kind}range").numpy()[:count]
         flag, given = getattr(mj, f"actuator_{kind}limited").numpy(), getattr(mj, f"actuator_has_{kind}range").numpy()
-        bad = _limited(flag[:count], given[:count]) & ~(bounds[:, 0] < bounds[:, 1])  # NaN fails the comparison
+        bad = range_applies(flag[:count], given[:count]) & ~(bounds[:, 0] < bounds[:, 1])  # NaN fails the comparison
         if bad.any():
             k = int(np.nonzero(bad)[0][0])
             raise ModelError(
@@ -280,8 +281,8 @@ def _on_scalar_dof(model: newton.Model, topo: Topology, count: int) -> tuple[np.
 def _ranged(model: newton.Model, count: int) -> np.ndarray:
     """Per actuator, whether MuJoCo clamps its force or its control by a range."""
     mj = model.mujoco
-    ranged = _limited(mj.actuator_forcelimited.numpy(), mj.actuator_has_forcerange.numpy())
-    ranged |= _limited(mj.actuator_ctrllimited.numpy(), mj.actuator_has_ctrlrange.numpy())
+    ranged = range_applies(mj.actuator_forcelimited.numpy(), mj.actuator_has_forcerange.numpy())
+    ranged |= range_applies(mj.actuator_ctrllimited.numpy(), mj.actuator_has_ctrlrange.numpy())
     return ranged[:count]
 
 
@@ -304,8 +305,7 @@ def _unapplied_passive_terms(model: newton.Model, topo: Topology, count: int) ->
     linear = (_actuator_values(model, "actuator_armature", count) != 0.0) | (
         _actuator_values(model, "actuator_damping", count) != 0.0
     )
-    poly = getattr(model.mujoco, "actuator_dampingpoly", None)
-    polynomial = np.zeros(count, bool) if poly is None else (poly.numpy()[:count] != 0.0).reshape(count, -1).any(1)
+    polynomial = (_actuator_values(model, "actuator_dampingpoly", count) != 0.0).reshape(count, -1).any(axis=1)
     return polynomial | (linear & ~on_dof)
 
 
@@ -349,12 +349,12 @@ def _motors_act_at_zero_ctrl(model: newton.Model, motors: np.ndarray, clamp_ctrl
     u = np.zeros(len(motors))
     if clamp_ctrl:
         bounds = mj.actuator_ctrlrange.numpy()[motors]
-        limited = _limited(mj.actuator_ctrllimited.numpy()[motors], mj.actuator_has_ctrlrange.numpy()[motors])
+        limited = range_applies(mj.actuator_ctrllimited.numpy()[motors], mj.actuator_has_ctrlrange.numpy()[motors])
         u = np.where(limited, np.clip(u, bounds[:, 0], bounds[:, 1]), u)
     b0 = np.where(mj.actuator_biastype.numpy()[motors] == BIAS_AFFINE, mj.actuator_biasprm.numpy()[motors, 0], 0.0)
     force = mj.actuator_gainprm.numpy()[motors, 0] * u + b0
     bounds = mj.actuator_forcerange.numpy()[motors]
-    limited = _limited(mj.actuator_forcelimited.numpy()[motors], mj.actuator_has_forcerange.numpy()[motors])
+    limited = range_applies(mj.actuator_forcelimited.numpy()[motors], mj.actuator_has_forcerange.numpy()[motors])
     return np.where(limited, np.clip(force, bounds[:, 0], bounds[:, 1]), force) != 0.0
 
 
@@ -408,7 +408,7 @@ def servo_rows(model: newton.Model, topo: Topology) -> np.ndarray:
 @wp.func
 def clamps(limited: int, has_range: int):
     """Whether MuJoCo clamps by a range: its ``limited`` flag on, or ``auto`` with a range given (the device side of
-    :func:`_limited`)."""
+    :func:`range_applies`)."""
     return limited == LIMITED or (limited == AUTO and has_range != 0)
 
 

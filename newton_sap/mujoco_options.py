@@ -15,6 +15,7 @@ import warnings
 import newton
 import numpy as np
 
+from .mujoco_actuation import range_applies
 from .topology import entity_list, model_labels
 
 DISABLING_FLAGS = ("constraint", "equality", "frictionloss", "limit", "contact", "spring", "damper", "actuation")
@@ -58,11 +59,6 @@ def contact_dimensions(model: newton.Model) -> tuple[np.ndarray, np.ndarray]:
     return condim, priority
 
 
-def _limited(flag: np.ndarray, bounds: np.ndarray) -> np.ndarray:
-    """MuJoCo's ``limited`` (1 on, 2 ``auto``: on where a range lower < upper is given) over ``bounds`` (n, 2)."""
-    return (flag == 1) | ((flag == 2) & (bounds[:, 0] < bounds[:, 1]))
-
-
 def warn_mujoco_only_physics(model: newton.Model, stacklevel: int) -> None:
     """One warning per kind of MuJoCo-only physics the model holds (``model.mujoco``, filled by Newton's MJCF
     importer) that SolverSAP does not model (SolverMuJoCo applies it, Featherstone does not): fixed or spatial tendons
@@ -87,7 +83,7 @@ def warn_mujoco_only_physics(model: newton.Model, stacklevel: int) -> None:
             passive |= given != 0.0
     limited, bounds = values("tendon_limited", tendons), values("tendon_range", tendons)
     if limited is not None and bounds is not None:
-        passive |= _limited(limited, bounds)
+        passive |= range_applies(limited, bounds[:, 0] < bounds[:, 1])  # auto: a range given
     found = []
     if passive.any():
         labels = list(getattr(mj, "tendon_label", None) or [])
